@@ -23,8 +23,68 @@
 #define MM_FAULT_INJECTION 0
 #endif
 
-/* A datablock (the paper's unit of the interval tree): 4 KiB, the OS page. */
+/* ---- region ---------------------------------------------------------------
+ * A datablock (the paper's unit of the interval tree): 4 KiB, the OS page. */
 #define MM_PAGE_SHIFT 12
 #define MM_PAGE_SIZE ((size_t)1 << MM_PAGE_SHIFT)
+
+/* A slot: 128 MiB of address space, aligned to its size, owned by one local
+ * heap for its whole life.  Large enough that blocks up to a quarter of it
+ * (31.5 MiB) are extents of the tree and can grow in place; small enough
+ * that a process under an RLIMIT_AS of a few hundred MiB can still reserve
+ * one per heap.  The slot's first MM_SLOT_META_SIZE bytes are its management
+ * area (header, page map, extent descriptors); the data area follows,
+ * 2 MiB aligned so that transparent huge pages can back it. */
+#define MM_SLOT_SHIFT 27
+#define MM_SLOT_SIZE ((uintptr_t)1 << MM_SLOT_SHIFT)
+#define MM_SLOT_META_SIZE ((uintptr_t)2 << 20)
+#define MM_SLOT_PAGES (MM_SLOT_SIZE >> MM_PAGE_SHIFT)
+#define MM_SLOT_DATA_PAGES ((MM_SLOT_SIZE - MM_SLOT_META_SIZE) >> MM_PAGE_SHIFT)
+
+/* User space on x86-64 and AArch64 (4-level tables) is 47/48 bits; the slot
+ * table covers 48 bits and anything above is not ours. */
+#define MM_ADDRESS_BITS 48
+#define MM_SLOT_TABLE_SIZE ((size_t)1 << (MM_ADDRESS_BITS - MM_SLOT_SHIFT))
+
+/* Extent descriptors per slot.  Every extent in use is at least one page and
+ * every free extent touches an extent in use (coalescing), so a quarter of
+ * the slot's pages is ample; running out only sends an allocation to another
+ * slot. */
+#define MM_SLOT_EXTENTS (MM_SLOT_PAGES / 4)
+
+/* Blocks above this size get their own mapping ("huge"), freed by munmap and
+ * grown by mremap. */
+#define MM_HUGE_MIN ((MM_SLOT_SIZE - MM_SLOT_META_SIZE) / 4)
+
+/* Local heaps: at most this many (MMALLOC_HEAPS is clamped to it). */
+#define MM_MAX_HEAPS 512
+
+/* ---- thread heap ----------------------------------------------------------
+ * Size classes: 16-byte steps to 128 B, then four classes per power of two
+ * up to MM_SMALL_MAX.  Above it, blocks are extents of the local heap. */
+#define MM_SMALL_MAX ((size_t)32 << 10)
+#define MM_CLASSES 40
+/* Sizes up to this are mapped to a page by one table lookup. */
+#define MM_DIRECT_MAX 1024
+#define MM_DIRECT_SLOTS (MM_DIRECT_MAX / 16 + 1)
+/* Blocks carved from a fresh page per refill: about one OS page's worth, so
+ * a page's memory is touched only as it is used. */
+#define MM_EXTEND_BYTES 4096
+/* Remote frees are batched per destination heap: a batch is handed over
+ * with one CAS when it reaches this many blocks (or on the slow path). */
+#define MM_REMOTE_BATCH 32
+#define MM_REMOTE_BUCKETS 8
+
+/* ---- local heap -----------------------------------------------------------
+ * Free page blocks kept per local heap, by size, before they go back into the
+ * tree (recycled without a tree operation). */
+#define MM_PAGE_CACHE_MAX 16
+/* Default purge delay: free memory idle this long is returned to the OS. */
+#define MM_PURGE_DELAY_MS_DEFAULT 100
+/* Slow paths check the clock at most this often (in slow-path calls). */
+#define MM_HEARTBEAT_CALLS 16
+#define MM_HEARTBEAT_MS 10
+
+#define MM_CACHE_LINE 64
 
 #endif

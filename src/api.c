@@ -1,0 +1,132 @@
+/* api.c — the mm_-prefixed public API (include/mmalloc.h).
+ *
+ * Layer: api.  Argument checking and errno live here; the allocation work is
+ * the thread heap's.  mm_malloc and mm_free are the force-inlined fast paths
+ * of internal.h; override.c builds the standard names the same way.
+ *
+ * Error conventions (as glibc): sizes above PTRDIFF_MAX, multiplication
+ * overflow and exhausted memory give NULL with errno ENOMEM and leave any
+ * input block untouched; bad alignments give EINVAL.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+#include "mmalloc.h"
+
+MM_EXPORT void *mm_malloc(size_t size) { return thread_heap_malloc_fast(size); }
+
+MM_EXPORT void mm_free(void *p) { thread_heap_free_fast(p, "free"); }
+
+MM_EXPORT void *mm_calloc(size_t count, size_t size) {
+  size_t total;
+  if (unlikely(__builtin_mul_overflow(count, size, &total))) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (total > MM_SMALL_MAX) return thread_heap_malloc_aligned(total, 0, true);
+  void *p = thread_heap_malloc_fast(total);
+  if (likely(p != NULL)) memset(p, 0, total);
+  return p;
+}
+
+MM_EXPORT void *mm_realloc(void *p, size_t size) { return thread_heap_realloc(p, size); }
+
+MM_EXPORT void *mm_reallocarray(void *p, size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return thread_heap_realloc(p, total);
+}
+
+static bool is_power_of_two(size_t x) { return x && !(x & (x - 1)); }
+
+/* All aligned allocation lands here once the alignment is known good. */
+static void *aligned(size_t align, size_t size) {
+  if (align <= 16) return thread_heap_malloc_fast(size);
+  if (size > PTRDIFF_MAX) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return thread_heap_malloc_aligned(size, align, false);
+}
+
+MM_EXPORT int mm_posix_memalign(void **out, size_t align, size_t size) {
+  if (!is_power_of_two(align) || align % sizeof(void *)) return EINVAL;
+  int saved = errno;
+  void *p = aligned(align, size);
+  if (!p) {
+    errno = saved;
+    return ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+MM_EXPORT void *mm_aligned_alloc(size_t align, size_t size) {
+  if (!is_power_of_two(align)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return aligned(align, size);
+}
+
+/* glibc's memalign rounds an alignment that is not a power of two up to one;
+ * we do the same so that programs written against it keep working. */
+MM_EXPORT void *mm_memalign(size_t align, size_t size) {
+  if (!is_power_of_two(align)) {
+    if (align > ((size_t)1 << (sizeof(size_t) * 8 - 2))) {
+      errno = EINVAL;
+      return NULL;
+    }
+    size_t a = 1;
+    while (a < align) a <<= 1;
+    align = a;
+  }
+  return aligned(align, size);
+}
+
+MM_EXPORT void *mm_valloc(size_t size) { return aligned(MM_PAGE_SIZE, size); }
+
+MM_EXPORT void *mm_pvalloc(size_t size) {
+  size_t rounded = (size + MM_PAGE_SIZE - 1) & ~(MM_PAGE_SIZE - 1);
+  if (rounded < size) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return aligned(MM_PAGE_SIZE, rounded ? rounded : MM_PAGE_SIZE);
+}
+
+MM_EXPORT size_t mm_malloc_usable_size(const void *p) {
+  return thread_heap_usable_size(p, "malloc_usable_size");
+}
+
+MM_EXPORT void mm_collect(void) {
+  thread_heap_process_init();
+  thread_heap_collect();
+}
+
+MM_EXPORT void mm_stats_print(void) {
+  thread_heap_process_init();
+  stats_print(2);
+}
+
+MM_EXPORT size_t mm_stats_json(char *buf, size_t size) {
+  thread_heap_process_init();
+  return stats_json(buf, size);
+}
+
+/* Library constructor: initialise before main so that MMALLOC_VERBOSE
+ * prints early; the first allocation would do it otherwise. */
+__attribute__((constructor)) static void api_constructor(void) {
+  thread_heap_process_init();
+}
+
+/* MMALLOC_STATS=1: statistics at exit (a destructor, not atexit, which may
+ * allocate). */
+__attribute__((destructor)) static void api_destructor(void) {
+  if (options.stats) stats_print(2);
+}

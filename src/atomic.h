@@ -1,0 +1,45 @@
+/* atomic.h — the only way mmalloc touches shared memory concurrently.
+ *
+ * Layer: none (included by every layer).
+ *
+ * Every atomic field carries an `x` prefix (xowner, xinbox) and is read or
+ * written only through these wrappers, whose names say the memory order.
+ * There is no bare seq_cst access anywhere: where a store-load fence is
+ * needed, atomic_fence_seq_cst() says so at the place it is needed.
+ */
+#ifndef MM_ATOMIC_H
+#define MM_ATOMIC_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define atomic_load_relaxed(p) atomic_load_explicit((p), memory_order_relaxed)
+#define atomic_load_acquire(p) atomic_load_explicit((p), memory_order_acquire)
+#define atomic_store_relaxed(p, v) \
+  atomic_store_explicit((p), (v), memory_order_relaxed)
+#define atomic_store_release(p, v) \
+  atomic_store_explicit((p), (v), memory_order_release)
+#define atomic_exchange_acquire(p, v) \
+  atomic_exchange_explicit((p), (v), memory_order_acquire)
+#define atomic_exchange_acq_rel(p, v) \
+  atomic_exchange_explicit((p), (v), memory_order_acq_rel)
+#define atomic_fetch_add_relaxed(p, v) \
+  atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
+#define atomic_fetch_sub_relaxed(p, v) \
+  atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
+#define atomic_fetch_add_acq_rel(p, v) \
+  atomic_fetch_add_explicit((p), (v), memory_order_acq_rel)
+/* CAS that publishes on success (release) and reads nothing it relies on
+ * on failure (relaxed): the shape of a lock-free stack push. */
+#define atomic_cas_weak_release(p, expected, desired)                      \
+  atomic_compare_exchange_weak_explicit((p), (expected), (desired),       \
+                                        memory_order_release,             \
+                                        memory_order_relaxed)
+#define atomic_cas_strong_acq_rel(p, expected, desired)                    \
+  atomic_compare_exchange_strong_explicit((p), (expected), (desired),     \
+                                          memory_order_acq_rel,           \
+                                          memory_order_acquire)
+#define atomic_fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
+
+#endif

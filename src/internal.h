@@ -1,0 +1,235 @@
+/* internal.h — cross-file prototypes, grouped by the file that defines them,
+ * and the few inline helpers the fast paths need.
+ *
+ * Layer order (each calls only the ones above it in this list):
+ *   os.c -> region.c -> interval_tree.c, local_heap.c -> size_class.c,
+ *   page.c, thread_heap.c -> api.c, override.c
+ * Side modules: options.c, stats.c.
+ */
+#ifndef MM_INTERNAL_H
+#define MM_INTERNAL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "types.h"
+
+#define MM_EXPORT __attribute__((visibility("default")))
+#define MM_INLINE static inline __attribute__((always_inline))
+#define MM_NOINLINE __attribute__((noinline))
+#define MM_COLD __attribute__((cold, noinline))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- page queues: doubly linked lists of extents (next/prev) ---------------- */
+MM_INLINE void page_queue_push_front(page_queue_t *q, extent_t *e) {
+  e->prev = NULL;
+  e->next = q->first;
+  if (q->first) q->first->prev = e; else q->last = e;
+  q->first = e;
+}
+MM_INLINE void page_queue_push_back(page_queue_t *q, extent_t *e) {
+  e->next = NULL;
+  e->prev = q->last;
+  if (q->last) q->last->next = e; else q->first = e;
+  q->last = e;
+}
+MM_INLINE void page_queue_remove(page_queue_t *q, extent_t *e) {
+  if (e->prev) e->prev->next = e->next; else q->first = e->next;
+  if (e->next) e->next->prev = e->prev; else q->last = e->prev;
+  e->next = e->prev = NULL;
+}
+
+/* ---- options.c --------------------------------------------------------------- */
+typedef struct options_s {
+  long verbose;        /* MMALLOC_VERBOSE: print the options in force */
+  long stats;          /* MMALLOC_STATS: print statistics at exit */
+  long heaps;          /* MMALLOC_HEAPS: local heaps (default: CPUs) */
+  long hugepages;      /* MMALLOC_HUGEPAGES: 0 never, 1 always, 2 large blocks */
+  long purge_delay_ms; /* MMALLOC_PURGE_DELAY_MS: idle time before purging */
+  long secure;         /* MMALLOC_SECURE: run-time part of secure mode */
+} options_t;
+extern options_t options;
+void options_init(void);
+void options_print(void);
+
+/* ---- os.c ------------------------------------------------------------------ */
+enum { MM_FAULT_RESERVE = 0, MM_FAULT_COMMIT = 1, MM_FAULT_PURGE = 2, MM_FAULT_KINDS = 3 };
+void os_init(void);
+void *os_reserve(size_t size, size_t align);
+bool os_reserve_at(void *p, size_t size);
+void os_release(void *p, size_t size);
+bool os_commit(void *p, size_t size);
+bool os_purge(void *p, size_t size);
+void os_hugepages(void *p, size_t size, bool on);
+bool os_remap_in_place(void *p, size_t old_size, size_t new_size);
+bool os_remap_to(void *old, size_t old_size, void *to, size_t new_size);
+uint32_t os_now_ms(void);
+int os_current_cpu(void);
+int os_cpu_count(void);
+uint64_t os_random(void);
+size_t os_vformat(char *buf, size_t size, const char *fmt, va_list ap);
+size_t os_format(char *buf, size_t size, const char *fmt, ...);
+void os_write_all(int fd, const char *s, size_t n);
+void os_message(const char *fmt, ...);
+__attribute__((noreturn)) void os_fatal(const char *fmt, ...);
+
+/* True once `now` has reached `deadline` on the wrapping millisecond clock. */
+MM_INLINE bool time_reached(uint32_t now, uint32_t deadline) {
+  return (int32_t)(now - deadline) >= 0;
+}
+
+/* ---- region.c --------------------------------------------------------------- */
+extern _Atomic(uint16_t) mm_slot_table[MM_SLOT_TABLE_SIZE];
+
+MM_INLINE slot_t *slot_of_address(uintptr_t a) {
+  return (slot_t *)(a & ~(MM_SLOT_SIZE - 1));
+}
+MM_INLINE slot_t *slot_of_extent(const extent_t *e) {
+  return slot_of_address((uintptr_t)e);
+}
+MM_INLINE uint16_t *slot_map(slot_t *slot) {
+  return (uint16_t *)((uintptr_t)slot + MM_SLOT_MAP_OFFSET);
+}
+MM_INLINE extent_t *slot_extents(slot_t *slot) {
+  return (extent_t *)((uintptr_t)slot + MM_SLOT_EXTENTS_OFFSET);
+}
+MM_INLINE uintptr_t slot_data_start(const slot_t *slot) {
+  return (uintptr_t)slot + MM_SLOT_META_SIZE;
+}
+MM_INLINE uintptr_t extent_end(const extent_t *e) {
+  return e->node.start + (e->node.npages << MM_PAGE_SHIFT);
+}
+/* Slot table entry of an address (0 for anything not ours, including
+ * addresses above MM_ADDRESS_BITS). */
+MM_INLINE uint16_t slot_table_entry(uintptr_t a) {
+  if (unlikely(a >> MM_ADDRESS_BITS)) return 0;
+  return atomic_load_relaxed(&mm_slot_table[a >> MM_SLOT_SHIFT]);
+}
+
+extent_t *region_extent_new(slot_t *slot);
+void region_extent_delete(slot_t *slot, extent_t *e);
+void region_map_all(extent_t *e);
+void region_map_ends(extent_t *e);
+extent_t *region_extent_at(slot_t *slot, uintptr_t a);
+slot_t *region_slot_new(uint32_t heap, extent_t **free_out);
+void region_slot_release(slot_t *slot);
+bool region_commit_to(slot_t *slot, uintptr_t end);
+extent_t *region_huge_new(uint32_t heap, size_t size, size_t align);
+void region_huge_free(extent_t *e);
+extent_t *region_huge_resize(extent_t *e, size_t size);
+
+/* ---- size_class.c ------------------------------------------------------------ */
+extern size_class_t mm_size_classes[MM_CLASSES];
+extern uint8_t mm_direct_class[MM_DIRECT_SLOTS];
+void size_class_init(void);
+unsigned size_class_of_slow(size_t n);
+unsigned size_class_aligned(size_t n, size_t align);
+bool size_class_is_valid(char *why, size_t why_size);
+
+MM_INLINE unsigned size_class_of(size_t n) {
+  if (n <= MM_DIRECT_MAX) return mm_direct_class[(n + 15) >> 4];
+  return size_class_of_slow(n);
+}
+
+/* ---- page.c ------------------------------------------------------------------- */
+void page_init(extent_t *page, unsigned cls);
+bool page_refill(extent_t *page);
+bool page_holds_free_block(const extent_t *page, const block_t *b);
+bool page_is_valid(const extent_t *page, char *why, size_t why_size);
+extern uintptr_t mm_canary_key;
+
+/* ---- local_heap.c -------------------------------------------------------------- */
+extern local_heap_t mm_heaps[MM_MAX_HEAPS];
+extern uint32_t mm_nheaps;
+void local_heap_init_all(uint32_t n);
+local_heap_t *local_heap_of_extent(const extent_t *e);
+extent_t *local_heap_take_page(local_heap_t *h, unsigned cls);
+extent_t *local_heap_adopt_class(local_heap_t *h, unsigned cls, thread_heap_t *th);
+bool local_heap_adopt_page(extent_t *page, thread_heap_t *th);
+void local_heap_return_page(extent_t *page);
+void local_heap_abandon_page(extent_t *page);
+void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero);
+void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align);
+void local_heap_free_huge(extent_t *e);
+extent_t *local_heap_resize_huge(extent_t *e, size_t size);
+void local_heap_free_large(extent_t *e);
+bool local_heap_resize_large(extent_t *e, size_t size);
+void local_heap_purge(local_heap_t *h, bool force);
+void local_heap_purge_due(uint32_t now);
+void local_heap_collect_all(void);
+thread_heap_t *local_heap_thread_heap_new(local_heap_t *h);
+void local_heap_thread_heap_dead(thread_heap_t *th);
+block_t *local_heap_take_dead_inboxes(local_heap_t *h);
+void local_heap_fork_prepare(void);
+void local_heap_fork_parent(void);
+void local_heap_fork_child(void);
+bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size);
+
+/* ---- thread_heap.c ---------------------------------------------------------------- */
+extern __thread thread_heap_t *mm_thread_heap __attribute__((tls_model("initial-exec")));
+extern thread_heap_t mm_heap_empty;
+extern extent_t mm_page_empty;
+void thread_heap_process_init(void);
+thread_heap_t *thread_heap_current(void);
+void *thread_heap_malloc_slow(thread_heap_t *th, size_t size);
+void *thread_heap_malloc_aligned(size_t size, size_t align, bool zero);
+void thread_heap_free_slow(void *p, const char *call);
+void thread_heap_page_empty(thread_heap_t *th, extent_t *page);
+void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local);
+void thread_heap_abandon(thread_heap_t *th);
+void thread_heap_collect(void);
+size_t thread_heap_usable_size(const void *p, const char *call);
+void *thread_heap_realloc(void *p, size_t size);
+extent_t *thread_heap_lookup(const void *p, const char *call);
+
+/* The fast paths (see thread_heap.c for the call tree).  Force-inlined into
+ * api.c and override.c; the _slow functions they fall back to are noinline. */
+MM_INLINE void *thread_heap_malloc_fast(size_t size) {
+  thread_heap_t *th = mm_thread_heap;
+  if (likely(size <= MM_DIRECT_MAX)) {
+    extent_t *page = th->direct[(size + 15) >> 4];
+    block_t *b = page->free;
+    if (likely(b != NULL)) {
+      page->free = b->next;
+      page->used++;
+      b->canary = 0;
+      return b;
+    }
+  }
+  return thread_heap_malloc_slow(th, size);
+}
+
+MM_INLINE void thread_heap_free_fast(void *p, const char *call) {
+  uintptr_t a = (uintptr_t)p;
+  if (likely((slot_table_entry(a) & MM_SLOT_KIND_MASK) == MM_SLOT_KIND_HEAP)) {
+    thread_heap_t *th = mm_thread_heap;
+    slot_t *slot = slot_of_address(a);
+    extent_t *page = slot_extents(slot) +
+                     slot_map(slot)[(a >> MM_PAGE_SHIFT) & (MM_SLOT_PAGES - 1)];
+    if (likely(atomic_load_relaxed(&page->xowner) == (uintptr_t)th)) {
+      uintptr_t off = a - page->page_start;
+      uint64_t idx = (off * page->magic) >> 40;
+      block_t *b = p;
+      uintptr_t canary = a ^ mm_canary_key;
+      if (likely(idx * page->block_size == off && idx < page->reserved &&
+                 b->canary != canary)) {
+        b->next = page->local_free;
+        b->canary = canary;
+        page->local_free = b;
+        if (likely(--page->used != 0)) return;
+        thread_heap_page_empty(th, page);
+        return;
+      }
+    }
+  }
+  thread_heap_free_slow(p, call);
+}
+
+/* ---- stats.c ------------------------------------------------------------------------ */
+size_t stats_json(char *buf, size_t size);
+void stats_print(int fd);
+
+#endif

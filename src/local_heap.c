@@ -1,0 +1,758 @@
+/* local_heap.c — the C local heaps: free extents in an interval tree, a cache
+ * of free page blocks, pages of exited threads, large blocks, and purging.
+ *
+ * Layer: local heap (above region and interval_tree; below the thread heaps).
+ *
+ * There is no global heap.  A local heap owns slots of address space; every
+ * extent of its slots is FREE (in its tree), a PAGE (lent to a thread heap,
+ * or abandoned here when that thread exited), LARGE (a user block), or
+ * CACHED (a free page block kept for quick reuse).  Memory freed into a
+ * local heap stays in that heap's slots: a block always goes home, to the
+ * heap whose slot holds it, whichever thread frees it.
+ *
+ * Locking: each local heap has one mutex, taken when a thread heap needs or
+ * returns a page, for large blocks, and to purge.  No path holds two local
+ * heap locks at once, except fork, which takes them all in index order.
+ *
+ * Placement: pages come from the lowest-addressed extent that fits (first
+ * fit), so they pack at the bottom of the slots.  Large blocks are placed
+ * in the middle of the largest free extent when it is at least four times
+ * their size (the Mmalloc paper's "memory increment": room behind the block
+ * for realloc to grow into), else by first fit.
+ *
+ * Decay: an extent freed into the heap is dirty; once it has been idle for
+ * the purge delay its pages go back to the OS (MADV_DONTNEED) and it reads
+ * as zero.  Any thread's slow path, or the heap's own lock holder, purges
+ * whatever heap is due, so memory comes back even if the threads that
+ * freed it went idle.
+ *
+ * Invariants: see local_heap_t in types.h; local_heap_is_valid checks them.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "internal.h"
+
+local_heap_t mm_heaps[MM_MAX_HEAPS];
+uint32_t mm_nheaps;
+
+#define extent_of_node(n) \
+  ((extent_t *)((char *)(n) - offsetof(extent_t, node)))
+
+static void heap_lock(local_heap_t *h) { pthread_mutex_lock(&h->lock); }
+static void heap_unlock(local_heap_t *h) { pthread_mutex_unlock(&h->lock); }
+
+#if MM_DEBUG >= 3
+static void heap_check(local_heap_t *h) {
+  char why[200];
+  if (!local_heap_is_valid(h, why, sizeof(why)))
+    os_fatal("mmalloc: internal error: local heap %u: %s\n", h->index, why);
+}
+#else
+static inline void heap_check(local_heap_t *h) { (void)h; }
+#endif
+
+void local_heap_init_all(uint32_t n) {
+  if (n < 1) n = 1;
+  if (n > MM_MAX_HEAPS) n = MM_MAX_HEAPS;
+  for (uint32_t i = 0; i < n; i++) {
+    local_heap_t *h = &mm_heaps[i];
+    pthread_mutex_init(&h->lock, NULL);
+    h->index = i;
+    interval_tree_init(&h->tree);
+  }
+  mm_nheaps = n;
+}
+
+local_heap_t *local_heap_of_extent(const extent_t *e) {
+  return &mm_heaps[slot_of_extent(e)->heap];
+}
+
+/* ---- dirty accounting and purge scheduling --------------------------------- */
+
+static void heap_schedule_purge(local_heap_t *h, uint32_t freed_at) {
+  if (atomic_load_relaxed(&h->xpurge_at) == 0) {
+    uint32_t due = freed_at + (uint32_t)options.purge_delay_ms;
+    atomic_store_relaxed(&h->xpurge_at, ((uint64_t)1 << 32) | due);
+  }
+}
+
+static void heap_dirty_add(local_heap_t *h, extent_t *e, uint32_t now) {
+  e->flags = MM_EXTENT_DIRTY;
+  e->freed_at = now;
+  h->dirty_pages += e->node.npages;
+  heap_schedule_purge(h, now);
+}
+
+/* ---- free extents: insert with coalescing, carve --------------------------- */
+
+/* Make e (out of any list, not in the tree) a FREE extent of h, merged with
+ * free neighbours.  e's flags and freed_at must be set, and counted in
+ * dirty_pages if dirty.  Returns the extent that now holds e's pages. */
+static extent_t *heap_insert_free(local_heap_t *h, extent_t *e) {
+  slot_t *slot = slot_of_extent(e);
+  uintptr_t start = e->node.start, end = extent_end(e);
+  extent_t *left = NULL, *right = NULL;
+  if (start > slot_data_start(slot)) {
+    left = region_extent_at(slot, start - MM_PAGE_SIZE);
+    if (left && left->kind != MM_EXTENT_FREE) left = NULL;
+  }
+  if (end < (uintptr_t)slot + slot->size) {
+    right = region_extent_at(slot, end);
+    if (right && right->kind != MM_EXTENT_FREE) right = NULL;
+  }
+  e->kind = MM_EXTENT_FREE;
+  if (!left && !right) {
+    interval_tree_insert(&h->tree, &e->node);
+    region_map_ends(e);
+    return e;
+  }
+  /* Merge: dirty if any part is, zero only if all are, freed when the
+   * newest dirty part was (so no part is purged before its delay). */
+  extent_t *parts[3] = {left, e, right};
+  size_t total = 0;
+  uint8_t dirty = 0, zero = MM_EXTENT_ZERO;
+  uint32_t newest = 0;
+  bool have_time = false;
+  for (int i = 0; i < 3; i++) {
+    extent_t *p = parts[i];
+    if (!p) continue;
+    total += p->node.npages;
+    if (p->flags & MM_EXTENT_DIRTY) {
+      h->dirty_pages -= p->node.npages;
+      dirty = MM_EXTENT_DIRTY;
+      if (!have_time || (int32_t)(p->freed_at - newest) > 0) newest = p->freed_at;
+      have_time = true;
+    }
+    zero &= p->flags;
+  }
+  extent_t *keep;
+  if (left) {
+    keep = left;
+    if (right) {
+      interval_tree_remove(&h->tree, &right->node);
+      region_extent_delete(slot, right);
+    }
+    interval_tree_resize(&h->tree, &left->node, left->node.start, total);
+  } else {
+    keep = right;
+    interval_tree_resize(&h->tree, &right->node, start, total);
+  }
+  region_extent_delete(slot, e);
+  keep->flags = (uint8_t)(dirty | zero);
+  if (dirty) {
+    keep->freed_at = newest;
+    h->dirty_pages += total;
+  }
+  region_map_ends(keep);
+  return keep;
+}
+
+/* Carve [f.start + off pages, + n pages) out of FREE extent f.  Returns the
+ * carved extent (kind unset, flags = MM_EXTENT_ZERO if its bytes are zero),
+ * or NULL when the slot has no descriptor left (nothing changed). */
+static extent_t *heap_carve(local_heap_t *h, extent_t *f, size_t off, size_t n) {
+  slot_t *slot = slot_of_extent(f);
+  size_t before = off, after = f->node.npages - off - n;
+  extent_t *e = f, *g = NULL;
+  if (before || after) {
+    e = region_extent_new(slot);
+    if (!e) return NULL;
+  }
+  if (before && after) {
+    g = region_extent_new(slot);
+    if (!g) {
+      region_extent_delete(slot, e);
+      return NULL;
+    }
+  }
+  uint8_t flags = f->flags;
+  uint32_t freed_at = f->freed_at;
+  uintptr_t s = f->node.start + (off << MM_PAGE_SHIFT);
+  if (flags & MM_EXTENT_DIRTY) h->dirty_pages -= n;
+  if (!before && !after) {
+    interval_tree_remove(&h->tree, &f->node);
+  } else if (!before) {
+    interval_tree_resize(&h->tree, &f->node, s + (n << MM_PAGE_SHIFT), after);
+    region_map_ends(f);
+  } else {
+    interval_tree_resize(&h->tree, &f->node, f->node.start, before);
+    region_map_ends(f);
+    if (g) {
+      g->kind = MM_EXTENT_FREE;
+      g->flags = flags;
+      g->freed_at = freed_at;
+      g->node.start = s + (n << MM_PAGE_SHIFT);
+      g->node.npages = after;
+      interval_tree_insert(&h->tree, &g->node);
+      region_map_ends(g);
+    }
+  }
+  e->node.start = s;
+  e->node.npages = n;
+  e->flags = flags & MM_EXTENT_ZERO;
+  e->next = e->prev = NULL;
+  return e;
+}
+
+/* ---- slots ------------------------------------------------------------------ */
+
+static bool slot_is_empty(slot_t *slot, extent_t **free_out) {
+  extent_t *f = region_extent_at(slot, slot_data_start(slot));
+  if (f && f->kind == MM_EXTENT_FREE && f->node.npages == MM_SLOT_DATA_PAGES) {
+    *free_out = f;
+    return true;
+  }
+  return false;
+}
+
+/* Unmap every slot of h that holds nothing, but `keep` of them.  Lock held. */
+static size_t heap_release_empty_slots(local_heap_t *h, uint32_t keep) {
+  size_t released = 0;
+  slot_t **link = &h->slots;
+  while (*link) {
+    slot_t *slot = *link;
+    extent_t *f;
+    if (slot_is_empty(slot, &f)) {
+      if (keep) {
+        keep--;
+      } else {
+        interval_tree_remove(&h->tree, &f->node);
+        if (f->flags & MM_EXTENT_DIRTY) h->dirty_pages -= f->node.npages;
+        *link = slot->next;
+        h->nslots--;
+        region_slot_release(slot);
+        released++;
+        continue;
+      }
+    }
+    link = &slot->next;
+  }
+  return released;
+}
+
+/* A new slot for h, its data area inserted in the tree.  When the OS
+ * refuses, give back the empty slots of every heap we can lock without
+ * waiting, and try once more. */
+static extent_t *heap_grow(local_heap_t *h) {
+  extent_t *f;
+  slot_t *slot = region_slot_new(h->index, &f);
+  if (!slot) {
+    size_t released = heap_release_empty_slots(h, 0);
+    for (uint32_t i = 0; i < mm_nheaps; i++) {
+      local_heap_t *o = &mm_heaps[i];
+      if (o == h || pthread_mutex_trylock(&o->lock) != 0) continue;
+      released += heap_release_empty_slots(o, 0);
+      heap_unlock(o);
+    }
+    if (released) slot = region_slot_new(h->index, &f);
+    if (!slot) return NULL;
+  }
+  slot->next = h->slots;
+  h->slots = slot;
+  h->nslots++;
+  interval_tree_insert(&h->tree, &f->node);
+  return f;
+}
+
+/* An extent of n pages aligned to align_pages, carved from h's free space
+ * and committed.  room: place it with room behind to grow into.  Lock held.
+ * NULL with errno ENOMEM when there is no address space or commit charge. */
+static extent_t *heap_alloc_extent(local_heap_t *h, size_t n, size_t align_pages,
+                                   bool room) {
+  size_t need = n + align_pages - 1;
+  if (need > MM_SLOT_DATA_PAGES) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  for (int attempt = 0; attempt < 2; attempt++) {
+    itree_node_t *node = NULL;
+    if (room && align_pages == 1) {
+      node = interval_tree_largest(&h->tree);
+      if (node && node->npages < 4 * n) node = NULL;
+    }
+    bool middle = node != NULL;
+    if (!node) node = interval_tree_first_fit(&h->tree, need);
+    if (!node) {
+      extent_t *f = heap_grow(h);
+      if (!f) {
+        errno = ENOMEM;
+        return NULL;
+      }
+      node = &f->node;
+      middle = room && align_pages == 1 && node->npages >= 4 * n;
+    }
+    extent_t *f = extent_of_node(node);
+    size_t off = middle ? (f->node.npages - n) / 2 : 0;
+    if (align_pages > 1) {
+      uintptr_t a = (uintptr_t)align_pages << MM_PAGE_SHIFT;
+      uintptr_t s = (f->node.start + a - 1) & ~(a - 1);
+      off = (s - f->node.start) >> MM_PAGE_SHIFT;
+    }
+    slot_t *slot = slot_of_extent(f);
+    uintptr_t end = f->node.start + ((off + n) << MM_PAGE_SHIFT);
+    if (!region_commit_to(slot, end)) {
+      errno = ENOMEM;
+      return NULL;
+    }
+    extent_t *e = heap_carve(h, f, off, n);
+    if (!e && off && align_pages == 1) e = heap_carve(h, f, 0, n);
+    if (e) return e;
+    /* This slot is out of descriptors: take a fresh slot and retry there. */
+    if (!heap_grow(h)) break;
+  }
+  errno = ENOMEM;
+  return NULL;
+}
+
+/* ---- pages ------------------------------------------------------------------- */
+
+/* A fresh page of class cls for a thread heap: from the page cache if one of
+ * the right size is there, else carved from the tree. */
+extent_t *local_heap_take_page(local_heap_t *h, unsigned cls) {
+  size_t n = mm_size_classes[cls].npages;
+  heap_lock(h);
+  heap_check(h);
+  extent_t *e = NULL;
+  for (extent_t *c = h->cache.first; c; c = c->next) {
+    if (c->node.npages == n) {
+      page_queue_remove(&h->cache, c);
+      h->cache_count--;
+      if (c->flags & MM_EXTENT_DIRTY) h->dirty_pages -= n;
+      e = c;
+      break;
+    }
+  }
+  if (!e) {
+    e = heap_alloc_extent(h, n, 1, false);
+    if (e) {
+      page_init(e, cls);
+      region_map_all(e);
+    }
+  } else {
+    page_init(e, cls);
+    /* the page map of a cached page block still names it on every page */
+  }
+  if (e) h->pages_out++;
+  heap_check(h);
+  heap_unlock(h);
+  return e;
+}
+
+/* Take an abandoned page of class cls, if any, for th. */
+extent_t *local_heap_adopt_class(local_heap_t *h, unsigned cls, thread_heap_t *th) {
+  if (!h->abandoned[cls].first) return NULL; /* racy peek; rechecked below */
+  heap_lock(h);
+  extent_t *page = h->abandoned[cls].first;
+  if (page) {
+    page_queue_remove(&h->abandoned[cls], page);
+    atomic_store_relaxed(&page->xowner, (uintptr_t)th);
+  }
+  heap_unlock(h);
+  return page;
+}
+
+/* Take one particular abandoned page for th (a free found it ownerless).
+ * False if another thread adopted it first. */
+bool local_heap_adopt_page(extent_t *page, thread_heap_t *th) {
+  local_heap_t *h = local_heap_of_extent(page);
+  bool ok = false;
+  heap_lock(h);
+  if (page->kind == MM_EXTENT_PAGE && atomic_load_relaxed(&page->xowner) == 0) {
+    page_queue_remove(&h->abandoned[page->size_class], page);
+    atomic_store_relaxed(&page->xowner, (uintptr_t)th);
+    ok = true;
+  }
+  heap_unlock(h);
+  return ok;
+}
+
+/* A page whose thread exited with blocks still in use: park it here. */
+void local_heap_abandon_page(extent_t *page) {
+  local_heap_t *h = local_heap_of_extent(page);
+  heap_lock(h);
+  atomic_store_relaxed(&page->xowner, 0);
+  page->next = page->prev = NULL;
+  page_queue_push_front(&h->abandoned[page->size_class], page);
+  heap_unlock(h);
+}
+
+/* A page with no block in use comes home: into the page cache, whose oldest
+ * entry goes back to the tree when the cache is full. */
+void local_heap_return_page(extent_t *page) {
+  local_heap_t *h = local_heap_of_extent(page);
+  uint32_t now = os_now_ms();
+  heap_lock(h);
+  heap_check(h);
+  atomic_store_relaxed(&page->xowner, 0);
+  page->kind = MM_EXTENT_CACHED;
+  page->free = page->local_free = NULL;
+  heap_dirty_add(h, page, now);
+  page_queue_push_front(&h->cache, page);
+  h->pages_back++;
+  if (++h->cache_count > MM_PAGE_CACHE_MAX) {
+    extent_t *old = h->cache.last;
+    page_queue_remove(&h->cache, old);
+    h->cache_count--;
+    heap_insert_free(h, old);
+  }
+  heap_check(h);
+  heap_unlock(h);
+}
+
+/* ---- large blocks ------------------------------------------------------------- */
+
+void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero) {
+  size_t n = (size + MM_PAGE_SIZE - 1) >> MM_PAGE_SHIFT;
+  size_t align_pages = align > MM_PAGE_SIZE ? align >> MM_PAGE_SHIFT : 1;
+  heap_lock(h);
+  heap_check(h);
+  extent_t *e = heap_alloc_extent(h, n, align_pages, true);
+  if (e) {
+    e->kind = MM_EXTENT_LARGE;
+    region_map_ends(e);
+    h->large_allocs++;
+    h->large_live_bytes += n << MM_PAGE_SHIFT;
+  }
+  heap_check(h);
+  heap_unlock(h);
+  if (!e) return NULL;
+  void *p = (void *)e->node.start;
+  size_t bytes = n << MM_PAGE_SHIFT;
+  if (zero && !(e->flags & MM_EXTENT_ZERO)) {
+    /* Big blocks are zeroed by the kernel (and lose their stale pages);
+     * small ones by memset, cheaper than faulting them in again. */
+    if (bytes < ((size_t)1 << 20) || !os_purge(p, bytes)) memset(p, 0, bytes);
+  }
+  e->flags = 0;
+  if (options.hugepages == 2 && bytes >= ((size_t)8 << 20)) os_hugepages(p, bytes, true);
+  return p;
+}
+
+/* Free a LARGE extent.  The caller checked it without the lock; a racing
+ * double free is caught here. */
+void local_heap_free_large(extent_t *e) {
+  local_heap_t *h = local_heap_of_extent(e);
+  uintptr_t start = e->node.start;
+  uint32_t now = os_now_ms();
+  heap_lock(h);
+  heap_check(h);
+  if (e->kind != MM_EXTENT_LARGE) {
+    heap_unlock(h);
+    os_fatal("mmalloc: free(): double free of %p\n", (void *)start);
+  }
+  h->large_frees++;
+  h->large_live_bytes -= e->node.npages << MM_PAGE_SHIFT;
+  heap_dirty_add(h, e, now);
+  heap_insert_free(h, e);
+  uint64_t due = atomic_load_relaxed(&h->xpurge_at);
+  if (due && time_reached(now, (uint32_t)due)) local_heap_purge(h, false);
+  heap_check(h);
+  heap_unlock(h);
+}
+
+/* Resize a LARGE extent in place to hold size bytes: shrink by giving the
+ * tail back, grow by taking the free extent right behind it.  False when it
+ * cannot grow in place (nothing changed). */
+bool local_heap_resize_large(extent_t *e, size_t size) {
+  local_heap_t *h = local_heap_of_extent(e);
+  slot_t *slot = slot_of_extent(e);
+  size_t n = (size + MM_PAGE_SIZE - 1) >> MM_PAGE_SHIFT;
+  bool ok = false;
+  heap_lock(h);
+  heap_check(h);
+  size_t old = e->node.npages;
+  if (n == old) {
+    ok = true;
+  } else if (n < old) {
+    extent_t *t = region_extent_new(slot);
+    if (t) {
+      t->node.start = e->node.start + (n << MM_PAGE_SHIFT);
+      t->node.npages = old - n;
+      e->node.npages = n;
+      region_map_ends(e);
+      h->large_live_bytes -= (old - n) << MM_PAGE_SHIFT;
+      heap_dirty_add(h, t, os_now_ms());
+      heap_insert_free(h, t);
+    }
+    ok = true; /* without a descriptor the block just keeps its tail */
+  } else {
+    uintptr_t end = extent_end(e);
+    extent_t *r = end < (uintptr_t)slot + slot->size ? region_extent_at(slot, end) : NULL;
+    size_t more = n - old;
+    if (r && r->kind == MM_EXTENT_FREE && r->node.npages >= more &&
+        region_commit_to(slot, end + (more << MM_PAGE_SHIFT))) {
+      if (r->flags & MM_EXTENT_DIRTY) h->dirty_pages -= more;
+      if (r->node.npages == more) {
+        interval_tree_remove(&h->tree, &r->node);
+        region_extent_delete(slot, r);
+      } else {
+        interval_tree_resize(&h->tree, &r->node, end + (more << MM_PAGE_SHIFT),
+                             r->node.npages - more);
+        region_map_ends(r);
+      }
+      e->node.npages = n;
+      region_map_ends(e);
+      h->large_live_bytes += more << MM_PAGE_SHIFT;
+      h->realloc_in_place++;
+      ok = true;
+    }
+  }
+  heap_check(h);
+  heap_unlock(h);
+  return ok;
+}
+
+/* Huge blocks: their own mappings, counted here. */
+void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align) {
+  extent_t *e = region_huge_new(h->index, size, align);
+  if (!e) return NULL;
+  heap_lock(h);
+  h->huge_allocs++;
+  h->huge_live_bytes += e->node.npages << MM_PAGE_SHIFT;
+  heap_unlock(h);
+  return (void *)e->node.start;
+}
+
+void local_heap_free_huge(extent_t *e) {
+  local_heap_t *h = local_heap_of_extent(e);
+  size_t bytes = e->node.npages << MM_PAGE_SHIFT;
+  heap_lock(h);
+  h->huge_live_bytes -= bytes;
+  heap_unlock(h);
+  region_huge_free(e);
+}
+
+extent_t *local_heap_resize_huge(extent_t *e, size_t size) {
+  local_heap_t *h = local_heap_of_extent(e);
+  size_t before = e->node.npages << MM_PAGE_SHIFT;
+  extent_t *ne = region_huge_resize(e, size);
+  if (ne) {
+    heap_lock(h);
+    h->huge_live_bytes += (ne->node.npages << MM_PAGE_SHIFT) - before;
+    heap_unlock(h);
+  }
+  return ne;
+}
+
+/* ---- purging ---------------------------------------------------------------------- */
+
+typedef struct purge_walk_s {
+  local_heap_t *h;
+  uint32_t now, delay;
+  bool force;
+  bool dirty_left; /* some dirty memory is not yet idle long enough */
+} purge_walk_t;
+
+static bool purge_visit(itree_node_t *node, void *arg) {
+  purge_walk_t *w = arg;
+  extent_t *e = extent_of_node(node);
+  if (!(e->flags & MM_EXTENT_DIRTY)) return true;
+  if (!w->force && !time_reached(w->now, e->freed_at + w->delay)) {
+    w->dirty_left = true;
+    return true;
+  }
+  slot_t *slot = slot_of_extent(e);
+  uintptr_t end = extent_end(e);
+  uintptr_t committed = (uintptr_t)slot + slot->committed;
+  if (end > committed) end = committed;
+  if (end > e->node.start && !os_purge((void *)e->node.start, end - e->node.start)) {
+    w->dirty_left = true; /* the OS refused: try again next time */
+    return true;
+  }
+  w->h->purged_bytes += end > e->node.start ? end - e->node.start : 0;
+  w->h->dirty_pages -= e->node.npages;
+  e->flags = MM_EXTENT_ZERO;
+  return true;
+}
+
+/* Give back to the OS the free memory of h that has been idle for the purge
+ * delay (all of it when force).  Lock held.  Purges are batched: what is not
+ * yet idle long enough waits for the next purge, one delay from now, so a
+ * heap purges at most once per delay however many extents it frees. */
+void local_heap_purge(local_heap_t *h, bool force) {
+  purge_walk_t w = {h, os_now_ms(), (uint32_t)options.purge_delay_ms, force, false};
+  /* Cached page blocks idle that long go back to the tree first. */
+  for (extent_t *c = h->cache.last; c;) {
+    extent_t *prev = c->prev;
+    if (force || time_reached(w.now, c->freed_at + w.delay)) {
+      page_queue_remove(&h->cache, c);
+      h->cache_count--;
+      heap_insert_free(h, c);
+    } else {
+      w.dirty_left = true;
+    }
+    c = prev;
+  }
+  interval_tree_foreach(&h->tree, purge_visit, &w);
+  h->purges++;
+  atomic_store_relaxed(&h->xpurge_at,
+                       w.dirty_left ? ((uint64_t)1 << 32) | (w.now + w.delay) : 0);
+}
+
+/* Purge every heap that is due and whose lock is free right now. */
+void local_heap_purge_due(uint32_t now) {
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    local_heap_t *h = &mm_heaps[i];
+    uint64_t due = atomic_load_relaxed(&h->xpurge_at);
+    if (!due || !time_reached(now, (uint32_t)due)) continue;
+    if (pthread_mutex_trylock(&h->lock) != 0) continue;
+    local_heap_purge(h, false);
+    heap_unlock(h);
+  }
+}
+
+/* mm_collect: every heap gives back all its free memory now. */
+void local_heap_collect_all(void) {
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    local_heap_t *h = &mm_heaps[i];
+    heap_lock(h);
+    local_heap_purge(h, true);
+    heap_release_empty_slots(h, 1);
+    heap_check(h);
+    heap_unlock(h);
+  }
+}
+
+/* ---- thread heap structures ----------------------------------------------------------
+ * Thread heaps live in memory of their local heap's own (a bump allocator
+ * over 64 KiB mappings) and are reused, never unmapped: another thread may
+ * still push a block into a dead heap's inbox. */
+
+thread_heap_t *local_heap_thread_heap_new(local_heap_t *h) {
+  heap_lock(h);
+  thread_heap_t *th = h->dead;
+  if (th) {
+    h->dead = th->next_dead;
+    th->next_dead = NULL;
+  } else {
+    size_t size = (sizeof(thread_heap_t) + MM_CACHE_LINE - 1) & ~(size_t)(MM_CACHE_LINE - 1);
+    if (h->meta_left < size) {
+      size_t chunk = 64 << 10;
+      void *m = os_reserve(chunk, MM_PAGE_SIZE);
+      if (m && !os_commit(m, chunk)) {
+        os_release(m, chunk);
+        m = NULL;
+      }
+      if (!m) {
+        heap_unlock(h);
+        errno = ENOMEM;
+        return NULL;
+      }
+      h->meta_next = m;
+      h->meta_left = chunk;
+    }
+    th = (thread_heap_t *)h->meta_next;
+    h->meta_next += size;
+    h->meta_left -= size;
+    memset(th, 0, sizeof(*th));
+    th->next_in_local = h->threads;
+    h->threads = th;
+  }
+  th->state = MM_THREAD_LIVE;
+  heap_unlock(h);
+  return th;
+}
+
+void local_heap_thread_heap_dead(thread_heap_t *th) {
+  local_heap_t *h = th->local;
+  heap_lock(h);
+  th->state = MM_THREAD_DEAD;
+  th->next_dead = h->dead;
+  h->dead = th;
+  heap_unlock(h);
+}
+
+/* Blocks that reached the inboxes of h's dead thread heaps (freed by threads
+ * that had not seen the owner exit), as one chain for a live thread to free. */
+block_t *local_heap_take_dead_inboxes(local_heap_t *h) {
+  block_t *all = NULL;
+  if (!h->dead) return NULL; /* racy peek: the next sweep sees the rest */
+  heap_lock(h);
+  for (thread_heap_t *th = h->dead; th; th = th->next_dead) {
+    if (!atomic_load_relaxed(&th->xinbox)) continue;
+    block_t *b = atomic_exchange_acquire(&th->xinbox, NULL);
+    while (b) {
+      block_t *next = b->next;
+      b->next = all;
+      all = b;
+      b = next;
+    }
+  }
+  heap_unlock(h);
+  return all;
+}
+
+/* ---- fork ------------------------------------------------------------------------------ */
+
+void local_heap_fork_prepare(void) {
+  for (uint32_t i = 0; i < mm_nheaps; i++) heap_lock(&mm_heaps[i]);
+}
+
+void local_heap_fork_parent(void) {
+  for (uint32_t i = mm_nheaps; i-- > 0;) heap_unlock(&mm_heaps[i]);
+}
+
+void local_heap_fork_child(void) {
+  for (uint32_t i = mm_nheaps; i-- > 0;) pthread_mutex_init(&mm_heaps[i].lock, NULL);
+}
+
+/* ---- checker ----------------------------------------------------------------------------- */
+
+typedef struct check_walk_s {
+  local_heap_t *h;
+  size_t dirty;
+  char *why;
+  size_t why_size;
+  bool ok;
+} check_walk_t;
+
+static bool check_visit(itree_node_t *node, void *arg) {
+  check_walk_t *w = arg;
+  extent_t *e = extent_of_node(node);
+  slot_t *slot = slot_of_extent(e);
+  if (e->kind != MM_EXTENT_FREE || slot->heap != w->h->index || slot->huge ||
+      e->node.start < slot_data_start(slot) ||
+      extent_end(e) > (uintptr_t)slot + slot->size ||
+      region_extent_at(slot, e->node.start) != e ||
+      region_extent_at(slot, extent_end(e) - MM_PAGE_SIZE) != e) {
+    os_format(w->why, w->why_size, "heap %u: tree node %p is not a mapped free extent of its slots",
+              w->h->index, (void *)e->node.start);
+    w->ok = false;
+    return false;
+  }
+  if (e->flags & MM_EXTENT_DIRTY) w->dirty += e->node.npages;
+  return true;
+}
+
+bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size) {
+  if (!interval_tree_is_valid(&h->tree, true, why, why_size)) return false;
+  check_walk_t w = {h, 0, why, why_size, true};
+  interval_tree_foreach(&h->tree, check_visit, &w);
+  if (!w.ok) return false;
+  uint32_t n = 0;
+  for (extent_t *c = h->cache.first; c; c = c->next, n++) {
+    if (c->kind != MM_EXTENT_CACHED || local_heap_of_extent(c) != h) {
+      os_format(why, why_size, "heap %u: page cache holds a foreign extent", h->index);
+      return false;
+    }
+    if (c->flags & MM_EXTENT_DIRTY) w.dirty += c->node.npages;
+  }
+  if (n != h->cache_count) {
+    os_format(why, why_size, "heap %u: cache_count %u but %u cached", h->index, h->cache_count, n);
+    return false;
+  }
+  if (w.dirty != h->dirty_pages) {
+    os_format(why, why_size, "heap %u: dirty_pages %zu but %zu dirty", h->index, h->dirty_pages, w.dirty);
+    return false;
+  }
+  for (unsigned c = 0; c < MM_CLASSES; c++)
+    for (extent_t *p = h->abandoned[c].first; p; p = p->next)
+      if (p->kind != MM_EXTENT_PAGE || p->size_class != c ||
+          atomic_load_relaxed(&p->xowner) != 0) {
+        os_format(why, why_size, "heap %u: abandoned list %u holds a page that is not abandoned",
+                  h->index, c);
+        return false;
+      }
+  return true;
+}

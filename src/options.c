@@ -1,0 +1,109 @@
+/* options.c — run-time options, from the environment and mm_option_set.
+ *
+ * Side module.  Read once at start-up (before the first allocation, without
+ * allocating); all but "heaps" may change later through mm_option_set.
+ *
+ *   MMALLOC_VERBOSE=1         print the options in force at start-up
+ *   MMALLOC_STATS=1           print statistics at exit
+ *   MMALLOC_HEAPS=N           local heaps (default: the CPUs we may run on)
+ *   MMALLOC_HUGEPAGES=0|1|2   transparent huge pages: 0 never, 1 all heap
+ *                             memory, 2 (default) large and huge blocks >= 8 MiB
+ *   MMALLOC_PURGE_DELAY_MS=N  free memory idle N ms goes back to the OS (100)
+ *   MMALLOC_SECURE=1          secure-mode checks that can be chosen at run time
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include "internal.h"
+#include "mmalloc.h"
+
+options_t options = {
+    .verbose = 0,
+    .stats = 0,
+    .heaps = 0,
+    .hugepages = 2,
+    .purge_delay_ms = MM_PURGE_DELAY_MS_DEFAULT,
+    .secure = MM_SECURE,
+};
+
+typedef struct option_desc_s {
+  const char *name;
+  long *value;
+  long min, max;
+  bool startup_only;
+} option_desc_t;
+
+static const option_desc_t option_table[] = {
+    {"verbose", &options.verbose, 0, 1, false},
+    {"stats", &options.stats, 0, 1, false},
+    {"heaps", &options.heaps, 1, MM_MAX_HEAPS, true},
+    {"hugepages", &options.hugepages, 0, 2, false},
+    {"purge_delay_ms", &options.purge_delay_ms, 0, 1L << 30, false},
+    {"secure", &options.secure, 0, 1, true},
+};
+#define NOPTIONS (sizeof(option_table) / sizeof(option_table[0]))
+
+static const option_desc_t *option_find(const char *name) {
+  if (!name) return NULL;
+  for (size_t i = 0; i < NOPTIONS; i++)
+    if (strcasecmp(option_table[i].name, name) == 0) return &option_table[i];
+  return NULL;
+}
+
+static bool parse_long(const char *s, long *out) {
+  if (!s || !*s) return false;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end) return false;
+  *out = v;
+  return true;
+}
+
+void options_init(void) {
+  int saved = errno;
+  char env[64];
+  for (size_t i = 0; i < NOPTIONS; i++) {
+    const option_desc_t *o = &option_table[i];
+    size_t n = os_format(env, sizeof(env), "MMALLOC_%s", o->name);
+    for (size_t k = 8; k < n; k++)
+      if (env[k] >= 'a' && env[k] <= 'z') env[k] = (char)(env[k] - 32);
+    const char *s = getenv(env);
+    if (!s) continue;
+    long v;
+    if (!parse_long(s, &v) || v < o->min || v > o->max) {
+      os_message("mmalloc: ignoring %s=%s (expected an integer in %ld..%ld)\n", env, s,
+                 o->min, o->max);
+      continue;
+    }
+    *o->value = v;
+  }
+#if MM_SECURE
+  options.secure = 1;
+#endif
+  errno = saved;
+}
+
+void options_print(void) {
+  os_message("mmalloc %d.%d.%d: heaps=%ld hugepages=%ld purge_delay_ms=%ld stats=%ld secure=%ld"
+             " (debug level %d)\n",
+             MMALLOC_VERSION_MAJOR, MMALLOC_VERSION_MINOR, MMALLOC_VERSION_PATCH, options.heaps,
+             options.hugepages, options.purge_delay_ms, options.stats, options.secure, MM_DEBUG);
+}
+
+MM_EXPORT int mm_option_set(const char *name, long value) {
+  thread_heap_process_init();
+  const option_desc_t *o = option_find(name);
+  if (!o || value < o->min || value > o->max) return EINVAL;
+  if (o->startup_only) return *o->value == value ? 0 : EBUSY;
+  *o->value = value;
+  return 0;
+}
+
+MM_EXPORT long mm_option_get(const char *name) {
+  thread_heap_process_init();
+  const option_desc_t *o = option_find(name);
+  return o ? *o->value : -1;
+}

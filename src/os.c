@@ -1,0 +1,328 @@
+/* os.c — everything mmalloc asks of the operating system.
+ *
+ * Layer: os (the bottom; no other file makes a system call for memory).
+ *
+ * Address space is reserved inaccessible (PROT_NONE, so it costs no commit
+ * charge), committed by mprotect, purged by MADV_DONTNEED (the pages stay
+ * mapped and read back as zero), and released by munmap.  Messages go out
+ * through one write(2) from a stack buffer: this file never allocates and
+ * never takes a lock, so it is safe inside malloc, after a corruption and
+ * in a forked child.
+ *
+ * Fault injection (MM_FAULT_INJECTION builds only): a test can make the Nth
+ * reservation, commit or purge from now fail, as the OS would under an
+ * RLIMIT_AS, an exhausted commit limit or a failing madvise.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef MAP_NORESERVE
+#define MAP_NORESERVE 0
+#endif
+
+/* ---- fault injection ----------------------------------------------------- */
+#if MM_FAULT_INJECTION
+static _Atomic(long) fault_countdown[MM_FAULT_KINDS];
+static _Atomic(long) fault_count[MM_FAULT_KINDS];
+
+/* Fail the nth call of `kind` from now (n >= 1), and every later one while
+ * `sticky`; n == 0 turns injection off for that kind. */
+MM_EXPORT void mm_test_fault_set(int kind, long n, int sticky) {
+  if (kind < 0 || kind >= MM_FAULT_KINDS) return;
+  atomic_store_relaxed(&fault_countdown[kind], sticky ? -n : n);
+}
+
+MM_EXPORT long mm_test_fault_count(int kind) {
+  if (kind < 0 || kind >= MM_FAULT_KINDS) return -1;
+  return atomic_load_relaxed(&fault_count[kind]);
+}
+
+static bool os_fault(int kind) {
+  atomic_fetch_add_relaxed(&fault_count[kind], 1);
+  long c = atomic_load_relaxed(&fault_countdown[kind]);
+  if (c == 0) return false;
+  if (c > 0) { /* one-shot: fail when the count reaches 1 */
+    if (c == 1) {
+      atomic_store_relaxed(&fault_countdown[kind], 0);
+      return true;
+    }
+    atomic_store_relaxed(&fault_countdown[kind], c - 1);
+    return false;
+  }
+  /* sticky: -n counts up to -1, then fails for ever */
+  if (c == -1) return true;
+  atomic_store_relaxed(&fault_countdown[kind], c + 1);
+  return false;
+}
+#else
+static inline bool os_fault(int kind) {
+  (void)kind;
+  return false;
+}
+#endif
+
+/* ---- address space ------------------------------------------------------- */
+
+/* Reserve `size` bytes aligned to `align` (a power of two >= the OS page),
+ * inaccessible.  NULL when the OS refuses. */
+void *os_reserve(size_t size, size_t align) {
+  if (os_fault(MM_FAULT_RESERVE)) return NULL;
+  if (size + align < size) return NULL;
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  /* Over-reserve by the alignment, then give back the head and the tail. */
+  size_t span = size + align;
+  char *p = mmap(NULL, span, PROT_NONE, flags, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+  size_t head = start - (uintptr_t)p;
+  size_t tail = span - head - size;
+  if (head) munmap(p, head);
+  if (tail) munmap((char *)start + size, tail);
+  return (void *)start;
+}
+
+/* Try to extend a reservation in place: reserve [p, p + size) exactly.
+ * Fails (false) when anything is mapped there. */
+bool os_reserve_at(void *p, size_t size) {
+  if (os_fault(MM_FAULT_RESERVE)) return false;
+  void *q = mmap(p, size, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+                 -1, 0);
+  if (q == MAP_FAILED) return false;
+  if (q != p) { /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
+    munmap(q, size);
+    return false;
+  }
+  return true;
+}
+
+void os_release(void *p, size_t size) {
+  if (munmap(p, size) != 0)
+    os_message("mmalloc: munmap(%p, %zu) failed: errno %d\n", p, size, errno);
+}
+
+/* Make [p, p + size) readable and writable (charged to the commit limit). */
+bool os_commit(void *p, size_t size) {
+  if (os_fault(MM_FAULT_COMMIT)) return false;
+  return mprotect(p, size, PROT_READ | PROT_WRITE) == 0;
+}
+
+/* Give the physical pages of [p, p + size) back; they read as zero after. */
+bool os_purge(void *p, size_t size) {
+  if (os_fault(MM_FAULT_PURGE)) return false;
+  return madvise(p, size, MADV_DONTNEED) == 0;
+}
+
+/* Ask for (or against) transparent huge pages on a committed range.
+ * Advice only: failure (an old kernel, THP off) changes nothing. */
+void os_hugepages(void *p, size_t size, bool on) {
+#ifdef MADV_HUGEPAGE
+  /* Only whole 2 MiB pages can be huge: round inwards. */
+  uintptr_t lo = ((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
+  uintptr_t hi = ((uintptr_t)p + size) & ~(uintptr_t)((2u << 20) - 1);
+  if (hi > lo) madvise((void *)lo, hi - lo, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+#else
+  (void)p; (void)size; (void)on;
+#endif
+}
+
+/* Grow or shrink a mapping in place; false when it cannot stay put. */
+bool os_remap_in_place(void *p, size_t old_size, size_t new_size) {
+  if (new_size > old_size && os_fault(MM_FAULT_RESERVE)) return false;
+  void *q = mremap(p, old_size, new_size, 0);
+  return q == p;
+}
+
+/* Move the pages of [old, old + size) to `to` (an existing reservation of at
+ * least size bytes), without copying.  False on failure (nothing moved). */
+bool os_remap_to(void *old, size_t old_size, void *to, size_t new_size) {
+  if (os_fault(MM_FAULT_RESERVE)) return false;
+  void *q = mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+  return q == to;
+}
+
+/* ---- clock, CPUs, randomness --------------------------------------------- */
+
+static struct timespec os_epoch;
+
+void os_init(void) { clock_gettime(CLOCK_MONOTONIC, &os_epoch); }
+
+/* Milliseconds since os_init, wrapping after 49 days (compare with
+ * time_reached()). */
+uint32_t os_now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  int64_t ms = (int64_t)(t.tv_sec - os_epoch.tv_sec) * 1000 +
+               (t.tv_nsec - os_epoch.tv_nsec) / 1000000;
+  return (uint32_t)ms;
+}
+
+int os_current_cpu(void) {
+  int c = sched_getcpu();
+  return c < 0 ? 0 : c;
+}
+
+int os_cpu_count(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+uint64_t os_random(void) {
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    r = (uint64_t)t.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&t ^
+        ((uint64_t)getpid() << 32);
+  }
+  return r;
+}
+
+/* ---- messages -------------------------------------------------------------
+ * A printf subset that never allocates: %s %p %d %u %ld %lu %zu %x %llu %%. */
+
+typedef struct outbuf_s {
+  char *buf;
+  size_t size;
+  size_t len; /* may exceed size: the length the whole text needs */
+} outbuf_t;
+
+static void out_char(outbuf_t *o, char c) {
+  if (o->len + 1 < o->size) o->buf[o->len] = c;
+  o->len++;
+}
+
+static void out_str(outbuf_t *o, const char *s) {
+  if (!s) s = "(null)";
+  while (*s) out_char(o, *s++);
+}
+
+static void out_unsigned(outbuf_t *o, unsigned long long v, unsigned base) {
+  char tmp[24];
+  int n = 0;
+  do {
+    tmp[n++] = "0123456789abcdef"[v % base];
+    v /= base;
+  } while (v);
+  while (n) out_char(o, tmp[--n]);
+}
+
+/* Append what one conversion produced (in tmp) padded to width. */
+static void out_padded(outbuf_t *o, const char *s, size_t n, int width, bool left) {
+  int pad = width > (int)n ? width - (int)n : 0;
+  if (!left) while (pad-- > 0) out_char(o, ' ');
+  for (size_t i = 0; i < n; i++) out_char(o, s[i]);
+  if (left) while (pad-- > 0) out_char(o, ' ');
+}
+
+size_t os_vformat(char *buf, size_t size, const char *fmt, va_list ap) {
+  outbuf_t o = {buf, size, 0};
+  for (const char *f = fmt; *f; f++) {
+    if (*f != '%') {
+      out_char(&o, *f);
+      continue;
+    }
+    f++;
+    bool left = false;
+    int width = 0, longs = 0;
+    bool is_size = false;
+    if (*f == '-') { left = true; f++; }
+    while (*f >= '0' && *f <= '9') width = width * 10 + (*f++ - '0');
+    while (*f == 'l') { longs++; f++; }
+    if (*f == 'z') { is_size = true; f++; }
+    /* Format the conversion into tmp, then pad it. */
+    char tmp[32];
+    outbuf_t t = {tmp, sizeof(tmp), 0};
+    switch (*f) {
+    case 's': {
+      const char *s = va_arg(ap, const char *);
+      if (!s) s = "(null)";
+      out_padded(&o, s, strlen(s), width, left);
+      continue;
+    }
+    case 'c': out_char(&t, (char)va_arg(ap, int)); break;
+    case 'p':
+      out_str(&t, "0x");
+      out_unsigned(&t, (uintptr_t)va_arg(ap, void *), 16);
+      break;
+    case 'd': {
+      long long v = longs ? (longs > 1 ? va_arg(ap, long long) : va_arg(ap, long))
+                          : is_size ? (long long)va_arg(ap, ssize_t) : va_arg(ap, int);
+      if (v < 0) { out_char(&t, '-'); out_unsigned(&t, 0ull - (unsigned long long)v, 10); }
+      else out_unsigned(&t, (unsigned long long)v, 10);
+      break;
+    }
+    case 'u':
+    case 'x': {
+      unsigned long long v =
+          is_size ? va_arg(ap, size_t)
+                  : longs ? (longs > 1 ? va_arg(ap, unsigned long long) : va_arg(ap, unsigned long))
+                          : va_arg(ap, unsigned);
+      out_unsigned(&t, v, *f == 'x' ? 16 : 10);
+      break;
+    }
+    case '%': out_char(&t, '%'); break;
+    default: out_char(&t, '%'); if (*f) out_char(&t, *f); else f--; break;
+    }
+    out_padded(&o, tmp, t.len < sizeof(tmp) ? t.len : sizeof(tmp) - 1, width, left);
+  }
+  if (size) buf[o.len < size ? o.len : size - 1] = 0;
+  return o.len;
+}
+
+size_t os_format(char *buf, size_t size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t n = os_vformat(buf, size, fmt, ap);
+  va_end(ap);
+  return n;
+}
+
+void os_write_all(int fd, const char *s, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    s += w;
+    n -= (size_t)w;
+  }
+}
+
+void os_message(const char *fmt, ...) {
+  char buf[512];
+  int saved = errno;
+  va_list ap;
+  va_start(ap, fmt);
+  size_t n = os_vformat(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (n >= sizeof(buf)) n = sizeof(buf) - 1;
+  os_write_all(2, buf, n);
+  errno = saved;
+}
+
+void os_fatal(const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  size_t n = os_vformat(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (n >= sizeof(buf)) n = sizeof(buf) - 1;
+  os_write_all(2, buf, n);
+  abort();
+}

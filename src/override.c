@@ -1,0 +1,126 @@
+/* override.c — the standard names: the malloc family and C++ operator
+ * new/delete, so that mmalloc replaces the C library's allocator when it is
+ * preloaded (LD_PRELOAD), linked dynamically or linked statically.
+ *
+ * Layer: api.  malloc and free inline the fast paths themselves; the rest
+ * call the mm_ functions.  Every entry point is overridden, including
+ * pvalloc and malloc_usable_size, so no pointer of ours ever reaches glibc's
+ * allocator.
+ *
+ * The C++ operators are defined here in C under their Itanium ABI names so
+ * that C programs do not load libstdc++; on failure operator new calls the
+ * installed new_handler and throws std::bad_alloc through weak references to
+ * libstdc++, which any program that calls operator new has loaded.  (This
+ * file is compiled with -fexceptions so the exception can unwind through.)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "mmalloc.h"
+
+MM_EXPORT void *malloc(size_t size) { return thread_heap_malloc_fast(size); }
+MM_EXPORT void free(void *p) { thread_heap_free_fast(p, "free"); }
+MM_EXPORT void cfree(void *p) { thread_heap_free_fast(p, "free"); }
+MM_EXPORT void *calloc(size_t n, size_t size) { return mm_calloc(n, size); }
+MM_EXPORT void *realloc(void *p, size_t size) { return mm_realloc(p, size); }
+MM_EXPORT void *reallocarray(void *p, size_t n, size_t size) {
+  return mm_reallocarray(p, n, size);
+}
+MM_EXPORT int posix_memalign(void **out, size_t align, size_t size) {
+  return mm_posix_memalign(out, align, size);
+}
+MM_EXPORT void *aligned_alloc(size_t align, size_t size) {
+  return mm_aligned_alloc(align, size);
+}
+MM_EXPORT void *memalign(size_t align, size_t size) { return mm_memalign(align, size); }
+MM_EXPORT void *valloc(size_t size) { return mm_valloc(size); }
+MM_EXPORT void *pvalloc(size_t size) { return mm_pvalloc(size); }
+MM_EXPORT size_t malloc_usable_size(void *p) { return mm_malloc_usable_size(p); }
+/* glibc's malloc_trim(pad) gives free memory back; so do we (pad ignored). */
+MM_EXPORT int malloc_trim(size_t pad) {
+  (void)pad;
+  mm_collect();
+  return 1;
+}
+
+/* ---- C++ ------------------------------------------------------------------ */
+
+typedef void (*new_handler_t)(void);
+extern new_handler_t _ZSt15get_new_handlerv(void) __attribute__((weak));
+extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
+
+static MM_COLD void *new_failed(size_t size, size_t align, bool nothrow) {
+  for (;;) {
+    new_handler_t h = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
+    if (!h) break;
+    h(); /* may throw, or free memory */
+    void *p = align > 16 ? mm_aligned_alloc(align, size) : mm_malloc(size);
+    if (p) return p;
+  }
+  if (nothrow) return NULL;
+  if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
+  os_fatal("mmalloc: operator new(%zu): out of memory\n", size);
+}
+
+MM_INLINE void *cxx_new(size_t size) {
+  void *p = thread_heap_malloc_fast(size);
+  return likely(p != NULL) ? p : new_failed(size, 0, false);
+}
+MM_INLINE void *cxx_new_nothrow(size_t size) {
+  void *p = thread_heap_malloc_fast(size);
+  return likely(p != NULL) ? p : new_failed(size, 0, true);
+}
+static void *cxx_new_aligned(size_t size, size_t align, bool nothrow) {
+  void *p = (align && !(align & (align - 1))) ? mm_aligned_alloc(align, size) : NULL;
+  return p ? p : new_failed(size, align, nothrow);
+}
+
+/* operator new(size_t), new[](size_t), and their nothrow forms */
+MM_EXPORT void *_Znwm(size_t n) { return cxx_new(n); }
+MM_EXPORT void *_Znam(size_t n) { return cxx_new(n); }
+MM_EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *t) { (void)t; return cxx_new_nothrow(n); }
+MM_EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *t) { (void)t; return cxx_new_nothrow(n); }
+/* aligned (std::align_val_t) */
+MM_EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t a) { return cxx_new_aligned(n, a, false); }
+MM_EXPORT void *_ZnamSt11align_val_t(size_t n, size_t a) { return cxx_new_aligned(n, a, false); }
+MM_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const void *t) {
+  (void)t;
+  return cxx_new_aligned(n, a, true);
+}
+MM_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const void *t) {
+  (void)t;
+  return cxx_new_aligned(n, a, true);
+}
+/* operator delete: plain, sized, nothrow, aligned, sized+aligned */
+MM_EXPORT void _ZdlPv(void *p) { thread_heap_free_fast(p, "operator delete"); }
+MM_EXPORT void _ZdaPv(void *p) { thread_heap_free_fast(p, "operator delete[]"); }
+MM_EXPORT void _ZdlPvm(void *p, size_t n) { (void)n; thread_heap_free_fast(p, "operator delete"); }
+MM_EXPORT void _ZdaPvm(void *p, size_t n) { (void)n; thread_heap_free_fast(p, "operator delete[]"); }
+MM_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *t) {
+  (void)t;
+  thread_heap_free_fast(p, "operator delete");
+}
+MM_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *t) {
+  (void)t;
+  thread_heap_free_fast(p, "operator delete[]");
+}
+MM_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a) { (void)a; thread_heap_free_fast(p, "operator delete"); }
+MM_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a) { (void)a; thread_heap_free_fast(p, "operator delete[]"); }
+MM_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) {
+  (void)n; (void)a;
+  thread_heap_free_fast(p, "operator delete");
+}
+MM_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) {
+  (void)n; (void)a;
+  thread_heap_free_fast(p, "operator delete[]");
+}
+MM_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *t) {
+  (void)a; (void)t;
+  thread_heap_free_fast(p, "operator delete");
+}
+MM_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *t) {
+  (void)a; (void)t;
+  thread_heap_free_fast(p, "operator delete[]");
+}

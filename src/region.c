@@ -1,0 +1,302 @@
+/* region.c — the managed address space: slots, the slot table, page maps and
+ * extent descriptors.
+ *
+ * Layer: region (above os; below the local heaps).
+ *
+ * The region is the set of slots: MM_SLOT_SIZE-aligned reservations, each
+ * owned by one local heap for its whole life, reserved when a heap needs
+ * room and released when one stands empty and address space runs short.
+ * (DESIGN.md reserves the whole region once; reserving slot by slot gives
+ * the same address arithmetic and also works under RLIMIT_AS, valgrind and
+ * the sanitizers, which refuse or choke on a multi-TiB reservation.)
+ *
+ *   mm_slot_table[p >> MM_SLOT_SHIFT]  -> 0, or kind | owning heap
+ *   slot base = p & ~(MM_SLOT_SIZE - 1)
+ *   page_map[(p - base) >> MM_PAGE_SHIFT] -> extent descriptor
+ *
+ * so free(p) learns whether p is ours and what extent holds it with two
+ * loads and no lock.
+ *
+ * Invariants:
+ *   a slot table entry is written (release) after its slot header, page map
+ *   and free extent exist, and cleared before the slot is unmapped; entries
+ *   are only ever written under the owning heap's lock;
+ *   page_map is exact for every datablock of a PAGE and for the first and
+ *   last datablock of every FREE, LARGE and CACHED extent; other entries may
+ *   be stale, so readers check that the extent found covers the address;
+ *   descriptors: desc_used == descriptors not on desc_free below desc_top.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+_Atomic(uint16_t) mm_slot_table[MM_SLOT_TABLE_SIZE];
+
+static void slot_table_set(uintptr_t base, uintptr_t size, uint16_t head,
+                           uint16_t tail) {
+  size_t i = base >> MM_SLOT_SHIFT;
+  size_t n = size >> MM_SLOT_SHIFT;
+  for (size_t k = n; k-- > 0;) /* head last: readers start from it */
+    atomic_store_release(&mm_slot_table[i + k], k ? tail : head);
+}
+
+/* ---- descriptors ---------------------------------------------------------- */
+
+extent_t *region_extent_new(slot_t *slot) {
+  extent_t *e = slot->desc_free;
+  if (e) {
+    slot->desc_free = e->next;
+  } else {
+    if (slot->desc_top >= MM_SLOT_EXTENTS) return NULL; /* [0] is the sentinel */
+    e = slot_extents(slot) + slot->desc_top++;
+  }
+  memset(e, 0, sizeof(*e));
+  slot->desc_used++;
+  return e;
+}
+
+void region_extent_delete(slot_t *slot, extent_t *e) {
+  e->kind = MM_EXTENT_UNUSED;
+  e->node.start = 0;
+  e->node.npages = 0;
+  e->next = slot->desc_free;
+  slot->desc_free = e;
+  slot->desc_used--;
+}
+
+/* ---- page map -------------------------------------------------------------- */
+
+/* Map every datablock of e (pages: the free path may see any of them). */
+void region_map_all(extent_t *e) {
+  slot_t *slot = slot_of_extent(e);
+  uint16_t v = (uint16_t)(e - slot_extents(slot));
+  uint16_t *map = slot_map(slot);
+  size_t first = (e->node.start - (uintptr_t)slot) >> MM_PAGE_SHIFT;
+  for (size_t i = 0; i < e->node.npages; i++) map[first + i] = v;
+}
+
+/* Map the first and last datablock of e (free, large and cached extents:
+ * enough for the free path's start check and for coalescing). */
+void region_map_ends(extent_t *e) {
+  slot_t *slot = slot_of_extent(e);
+  uint16_t v = (uint16_t)(e - slot_extents(slot));
+  uint16_t *map = slot_map(slot);
+  size_t first = (e->node.start - (uintptr_t)slot) >> MM_PAGE_SHIFT;
+  map[first] = v;
+  map[first + e->node.npages - 1] = v;
+}
+
+/* The extent covering datablock address a of slot, or NULL (stale entries
+ * are rejected by the range check). */
+extent_t *region_extent_at(slot_t *slot, uintptr_t a) {
+  uint16_t v = slot_map(slot)[(a - (uintptr_t)slot) >> MM_PAGE_SHIFT];
+  if (!v) return NULL;
+  extent_t *e = slot_extents(slot) + v;
+  if (e->kind == MM_EXTENT_UNUSED || a < e->node.start ||
+      a >= e->node.start + (e->node.npages << MM_PAGE_SHIFT))
+    return NULL;
+  return e;
+}
+
+/* ---- slots ------------------------------------------------------------------ */
+
+static void slot_header_init(slot_t *slot, uint32_t heap, uint32_t huge,
+                             uintptr_t size) {
+  slot->heap = heap;
+  slot->huge = huge;
+  slot->size = size;
+  slot->committed = MM_SLOT_META_SIZE;
+  slot->desc_free = NULL;
+  slot->desc_top = 1;
+  slot->desc_used = 0;
+  slot->next = NULL;
+}
+
+/* A new slot for local heap `heap`, with its whole data area as one FREE
+ * extent (returned in *free_out, not yet in any tree).  The caller holds the
+ * heap's lock.  NULL with errno ENOMEM when the OS refuses. */
+slot_t *region_slot_new(uint32_t heap, extent_t **free_out) {
+  void *base = os_reserve(MM_SLOT_SIZE, MM_SLOT_SIZE);
+  if (!base) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (!os_commit(base, MM_SLOT_META_SIZE)) {
+    os_release(base, MM_SLOT_SIZE);
+    errno = ENOMEM;
+    return NULL;
+  }
+  slot_t *slot = base;
+  slot_header_init(slot, heap, 0, MM_SLOT_SIZE);
+  extent_t *e = region_extent_new(slot);
+  e->kind = MM_EXTENT_FREE;
+  e->flags = MM_EXTENT_ZERO;
+  e->node.start = (uintptr_t)base + MM_SLOT_META_SIZE;
+  e->node.npages = MM_SLOT_DATA_PAGES;
+  region_map_ends(e);
+  slot_table_set((uintptr_t)base, MM_SLOT_SIZE,
+                 (uint16_t)(MM_SLOT_KIND_HEAP | heap), (uint16_t)(MM_SLOT_KIND_HEAP | heap));
+  *free_out = e;
+  return slot;
+}
+
+/* Unmap a slot whose data area is one FREE extent (already out of the
+ * tree).  Caller holds the heap's lock. */
+void region_slot_release(slot_t *slot) {
+  uintptr_t base = (uintptr_t)slot;
+  uintptr_t size = slot->size;
+  slot_table_set(base, size, 0, 0);
+  os_release(slot, size);
+}
+
+/* Commit the data area of slot up to (not including) address `end`, in
+ * 4 MiB steps so that mprotect runs rarely and the slot keeps two mappings
+ * (committed below, reserved above). */
+bool region_commit_to(slot_t *slot, uintptr_t end) {
+  uintptr_t base = (uintptr_t)slot;
+  uintptr_t need = end - base;
+  if (need <= slot->committed) return true;
+  uintptr_t step = (uintptr_t)4 << 20;
+  uintptr_t to = (need + step - 1) & ~(step - 1);
+  if (to > slot->size) to = slot->size;
+  if (!os_commit((void *)(base + slot->committed), to - slot->committed)) {
+    /* Out of commit charge: try exactly what is needed before giving up. */
+    to = (need + MM_PAGE_SIZE - 1) & ~(uintptr_t)(MM_PAGE_SIZE - 1);
+    if (!os_commit((void *)(base + slot->committed), to - slot->committed))
+      return false;
+  }
+  if (options.hugepages == 1)
+    os_hugepages((void *)(base + slot->committed), to - slot->committed, true);
+  slot->committed = to;
+  return true;
+}
+
+/* ---- huge blocks -------------------------------------------------------------
+ * A huge block is a mapping of its own, slot-aligned, laid out like a slot:
+ * header, page map and one LARGE extent for the block, which starts at
+ * base + MM_SLOT_META_SIZE (or the next multiple of a larger alignment). */
+
+static uintptr_t huge_offset(size_t align) {
+  return align > MM_SLOT_META_SIZE ? align : MM_SLOT_META_SIZE;
+}
+
+static uintptr_t huge_mapping_size(size_t size, size_t align) {
+  uintptr_t total = huge_offset(align) + size;
+  return (total + MM_SLOT_SIZE - 1) & ~(MM_SLOT_SIZE - 1);
+}
+
+extent_t *region_huge_new(uint32_t heap, size_t size, size_t align) {
+  size = (size + MM_PAGE_SIZE - 1) & ~(MM_PAGE_SIZE - 1);
+  if (size > PTRDIFF_MAX - 2 * MM_SLOT_SIZE - align) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  uintptr_t msize = huge_mapping_size(size, align);
+  size_t base_align = align > MM_SLOT_SIZE ? align : MM_SLOT_SIZE;
+  void *base = os_reserve(msize, base_align);
+  if (!base) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  uintptr_t off = huge_offset(align);
+  if (!os_commit(base, MM_SLOT_META_SIZE) ||
+      !os_commit((char *)base + off, size)) {
+    os_release(base, msize);
+    errno = ENOMEM;
+    return NULL;
+  }
+  slot_t *slot = base;
+  slot_header_init(slot, heap, 1, msize);
+  slot->committed = off + size;
+  extent_t *e = region_extent_new(slot);
+  e->kind = MM_EXTENT_LARGE;
+  e->node.start = (uintptr_t)base + off;
+  e->node.npages = size >> MM_PAGE_SHIFT;
+  /* The page map covers the first slot only: enough for free(p), which only
+   * ever looks at the block's first datablock. */
+  slot_map(slot)[off >> MM_PAGE_SHIFT] = (uint16_t)(e - slot_extents(slot));
+  if (options.hugepages != 0) os_hugepages((char *)base + off, size, true);
+  slot_table_set((uintptr_t)base, msize, (uint16_t)(MM_SLOT_KIND_HUGE | heap),
+                 (uint16_t)(MM_SLOT_KIND_HUGE_TAIL | heap));
+  return e;
+}
+
+void region_huge_free(extent_t *e) { region_slot_release(slot_of_extent(e)); }
+
+/* Resize a huge block to `size` bytes, in place if the mapping can grow (or
+ * shrink) where it is, else by moving its pages (no copy) into a new
+ * reservation.  Returns the extent (its start may have moved) or NULL with
+ * nothing changed. */
+extent_t *region_huge_resize(extent_t *e, size_t size) {
+  slot_t *slot = slot_of_extent(e);
+  size = (size + MM_PAGE_SIZE - 1) & ~(MM_PAGE_SIZE - 1);
+  uintptr_t base = (uintptr_t)slot;
+  uintptr_t off = e->node.start - base;
+  if (size > PTRDIFF_MAX - 2 * MM_SLOT_SIZE - off) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  uintptr_t old_msize = slot->size;
+  uintptr_t new_msize = (off + size + MM_SLOT_SIZE - 1) & ~(MM_SLOT_SIZE - 1);
+  size_t old_size = e->node.npages << MM_PAGE_SHIFT;
+  uint16_t head = atomic_load_relaxed(&mm_slot_table[base >> MM_SLOT_SHIFT]);
+  uint16_t tail = (uint16_t)(MM_SLOT_KIND_HUGE_TAIL | (head & MM_SLOT_HEAP_MASK));
+  if (new_msize <= old_msize) {
+    /* Shrink: keep the mapping, give the tail pages back. */
+    if (size < old_size) os_purge((void *)(e->node.start + size), old_size - size);
+    if (new_msize < old_msize) {
+      slot_table_set(base + new_msize, old_msize - new_msize, 0, 0);
+      os_release((void *)(base + new_msize), old_msize - new_msize);
+      slot->size = new_msize;
+    }
+    if (size > old_size && !os_commit((void *)(e->node.start + old_size), size - old_size))
+      return NULL;
+    e->node.npages = size >> MM_PAGE_SHIFT;
+    slot->committed = off + size;
+    return e;
+  }
+  /* Grow in place when the address space behind the mapping is free. */
+  if (os_reserve_at((void *)(base + old_msize), new_msize - old_msize)) {
+    if (!os_commit((void *)(e->node.start + old_size), size - old_size)) {
+      os_release((void *)(base + old_msize), new_msize - old_msize);
+      errno = ENOMEM;
+      return NULL;
+    }
+    slot_table_set(base + old_msize, new_msize - old_msize, tail, tail);
+    slot->size = new_msize;
+    slot->committed = off + size;
+    e->node.npages = size >> MM_PAGE_SHIFT;
+    if (options.hugepages != 0)
+      os_hugepages((void *)(e->node.start + old_size), size - old_size, true);
+    return e;
+  }
+  /* Move: a new aligned reservation, then mremap the whole old mapping
+   * (header included) onto it, grown to the new size. */
+  void *to = os_reserve(new_msize, off > MM_SLOT_SIZE ? off : MM_SLOT_SIZE);
+  if (!to) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  uintptr_t old_used = off + old_size;
+  if (!os_remap_to(slot, old_used, to, off + size)) {
+    os_release(to, new_msize);
+    errno = ENOMEM;
+    return NULL;
+  }
+  /* The old range is unmapped now; the new one holds header and data. */
+  slot_table_set(base, old_msize, 0, 0);
+  if (old_msize > old_used) os_release((void *)(base + old_used), old_msize - old_used);
+  slot_t *ns = to;
+  /* mremap carried the protection of the old pages; the grown part is new
+   * and inaccessible-reserved no more (mremap maps it read-write). */
+  ns->size = new_msize;
+  ns->committed = off + size;
+  extent_t *ne = slot_extents(ns) + (e - slot_extents(slot));
+  ne->node.start = (uintptr_t)to + off;
+  ne->node.npages = size >> MM_PAGE_SHIFT;
+  if (options.hugepages != 0) os_hugepages((void *)ne->node.start, size, true);
+  slot_table_set((uintptr_t)to, new_msize, head, tail);
+  return ne;
+}

@@ -1,0 +1,141 @@
+/* stats.c — statistics: mm_stats_json, mm_stats_print, MMALLOC_STATS=1.
+ *
+ * Side module.  Reads each local heap under its lock, one at a time; never
+ * allocates (it formats into the caller's buffer or a stack buffer), so it
+ * is safe at exit and from a signal-free context inside the allocator.
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "mmalloc.h"
+
+typedef struct heap_stats_s {
+  uint64_t slots, reserved, committed, free_bytes, free_extents, dirty_bytes;
+  uint64_t cached_bytes, abandoned_pages, large_allocs, large_frees, large_live;
+  uint64_t huge_allocs, huge_live, realloc_in_place, purged, purges;
+  uint64_t pages_out, pages_back, threads_live, threads_dead;
+} heap_stats_t;
+
+static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
+  memset(s, 0, sizeof(*s));
+  pthread_mutex_lock(&h->lock);
+  for (slot_t *slot = h->slots; slot; slot = slot->next) {
+    s->slots++;
+    s->reserved += slot->size;
+    s->committed += slot->committed;
+  }
+  s->free_bytes = (uint64_t)h->tree.total_pages << MM_PAGE_SHIFT;
+  s->free_extents = h->tree.count;
+  s->dirty_bytes = (uint64_t)h->dirty_pages << MM_PAGE_SHIFT;
+  for (extent_t *c = h->cache.first; c; c = c->next)
+    s->cached_bytes += c->node.npages << MM_PAGE_SHIFT;
+  for (unsigned c = 0; c < MM_CLASSES; c++)
+    for (extent_t *p = h->abandoned[c].first; p; p = p->next) s->abandoned_pages++;
+  s->large_allocs = h->large_allocs;
+  s->large_frees = h->large_frees;
+  s->large_live = h->large_live_bytes;
+  s->huge_allocs = h->huge_allocs;
+  s->huge_live = h->huge_live_bytes;
+  s->realloc_in_place = h->realloc_in_place;
+  s->purged = h->purged_bytes;
+  s->purges = h->purges;
+  s->pages_out = h->pages_out;
+  s->pages_back = h->pages_back;
+  for (thread_heap_t *th = h->threads; th; th = th->next_in_local) {
+    if (th->state == MM_THREAD_LIVE) s->threads_live++;
+    else s->threads_dead++;
+  }
+  pthread_mutex_unlock(&h->lock);
+}
+
+static void heap_stats_add(heap_stats_t *t, const heap_stats_t *s) {
+  const uint64_t *a = (const uint64_t *)s;
+  uint64_t *b = (uint64_t *)t;
+  for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++) b[i] += a[i];
+}
+
+typedef struct out_s {
+  char *buf;
+  size_t size, len;
+} out_t;
+
+static void out(out_t *o, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t room = o->len < o->size ? o->size - o->len : 0;
+  char scratch[1];
+  size_t n = os_vformat(room ? o->buf + o->len : scratch, room ? room : 1, fmt, ap);
+  va_end(ap);
+  o->len += n;
+}
+
+static void out_heap(out_t *o, const heap_stats_t *s) {
+  out(o,
+      "{\"slots\":%lu,\"reserved\":%lu,\"committed\":%lu,\"free_bytes\":%lu,"
+      "\"free_extents\":%lu,\"dirty_bytes\":%lu,\"cached_bytes\":%lu,"
+      "\"abandoned_pages\":%lu,\"large_allocs\":%lu,\"large_frees\":%lu,"
+      "\"large_live_bytes\":%lu,\"huge_allocs\":%lu,\"huge_live_bytes\":%lu,"
+      "\"realloc_in_place\":%lu,\"purged_bytes\":%lu,\"purges\":%lu,"
+      "\"pages_out\":%lu,\"pages_back\":%lu,\"threads_live\":%lu,\"threads_dead\":%lu}",
+      s->slots, s->reserved, s->committed, s->free_bytes, s->free_extents, s->dirty_bytes,
+      s->cached_bytes, s->abandoned_pages, s->large_allocs, s->large_frees, s->large_live,
+      s->huge_allocs, s->huge_live, s->realloc_in_place, s->purged, s->purges, s->pages_out,
+      s->pages_back, s->threads_live, s->threads_dead);
+}
+
+size_t stats_json(char *buf, size_t size) {
+  out_t o = {buf, size, 0};
+  if (size) buf[0] = 0;
+  out(&o,
+      "{\"version\":\"%d.%d.%d\",\"options\":{\"heaps\":%ld,\"hugepages\":%ld,"
+      "\"purge_delay_ms\":%ld,\"secure\":%ld},\"heaps\":[",
+      MMALLOC_VERSION_MAJOR, MMALLOC_VERSION_MINOR, MMALLOC_VERSION_PATCH, options.heaps,
+      options.hugepages, options.purge_delay_ms, options.secure);
+  heap_stats_t total;
+  memset(&total, 0, sizeof(total));
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    heap_stats_t s;
+    heap_stats_read(&mm_heaps[i], &s);
+    heap_stats_add(&total, &s);
+    if (i) out(&o, ",");
+    out_heap(&o, &s);
+  }
+  out(&o, "],\"total\":");
+  out_heap(&o, &total);
+  out(&o, "}");
+  return o.len;
+}
+
+static void line(int fd, const char *fmt, ...) {
+  char buf[256];
+  va_list ap;
+  va_start(ap, fmt);
+  size_t n = os_vformat(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  os_write_all(fd, buf, n < sizeof(buf) ? n : sizeof(buf) - 1);
+}
+
+void stats_print(int fd) {
+  line(fd, "mmalloc statistics (%u local heaps, purge delay %ld ms)\n", mm_nheaps,
+       options.purge_delay_ms);
+  line(fd, "%5s %5s %10s %10s %10s %10s %10s %8s %8s %6s\n", "heap", "slots", "committed",
+       "free", "dirty", "large", "huge", "pg-out", "pg-back", "thr");
+  heap_stats_t total;
+  memset(&total, 0, sizeof(total));
+  for (uint32_t i = 0; i <= mm_nheaps; i++) {
+    heap_stats_t s;
+    if (i < mm_nheaps) {
+      heap_stats_read(&mm_heaps[i], &s);
+      heap_stats_add(&total, &s);
+    } else {
+      s = total;
+    }
+    char name[16];
+    os_format(name, sizeof(name), i < mm_nheaps ? "%u" : "total", i);
+    line(fd, "%5s %5lu %9luK %9luK %9luK %9luK %9luK %8lu %8lu %6lu\n", name, s.slots,
+         s.committed >> 10, s.free_bytes >> 10, s.dirty_bytes >> 10, s.large_live >> 10,
+         s.huge_live >> 10, s.pages_out, s.pages_back, s.threads_live);
+  }
+  line(fd, "purged %lu KiB in %lu purges; %lu large blocks grown in place\n",
+       total.purged >> 10, total.purges, total.realloc_in_place);
+}

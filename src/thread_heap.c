@@ -1,0 +1,582 @@
+/* thread_heap.c — thread heaps: the malloc and free fast paths and every path
+ * they fall back to.
+ *
+ * Layer: thread heap (above the local heaps; below api.c and override.c).
+ *
+ * Call tree, fast path first:
+ *
+ *   malloc(n)                                      api.c, override.c
+ *   └ thread_heap_malloc_fast              internal.h, force-inlined
+ *       n <= 1 KiB and direct[(n+15)/16]->free != NULL: pop it    (~10 insns)
+ *     └ thread_heap_malloc_slow                              noinline
+ *         first call of a thread: thread_heap_init_current
+ *         medium class whose first page has a free block: pop it
+ *         thread_heap_beat: take the inbox; now and then the heartbeat
+ *             (flush remote batches, retire idle pages, purge due heaps)
+ *         n <= 32 KiB: thread_heap_alloc_class
+ *             walk queue[c]: refill (local frees, then fresh blocks) or
+ *             move to the full list; none left: adopt an abandoned page or
+ *             take a page from the local heap
+ *         else thread_heap_alloc_big: local_heap_alloc_large / _huge
+ *
+ *   free(p)
+ *   └ thread_heap_free_fast                internal.h, force-inlined
+ *       p in a heap slot, its page owned by this thread, p at a carved block
+ *       boundary and not already free: push on local_free, used--   (~25)
+ *       used reached 0: thread_heap_page_empty (retire unless current)
+ *     └ thread_heap_free_slow                                noinline
+ *         thread_heap_lookup: not ours / interior / double free -> abort
+ *         LARGE: local_heap_free_large; huge: local_heap_free_huge
+ *         thread_heap_free_block:
+ *           page ours but full: local free, back into its queue
+ *           page abandoned: adopt it, then local free
+ *           page of another thread: append to that thread's remote batch;
+ *           a full batch goes to its inbox with one CAS
+ *
+ * Remote-free protocol.  A block freed by a thread that does not own its page
+ * is linked into a batch per destination heap (no atomics), then the batch
+ * is pushed onto the owner's inbox, a lock-free stack: the last block's next
+ * is set to the inbox head read, and a release CAS installs the first block.
+ * The owner takes the whole inbox with one acquire exchange (pairing with
+ * those CASes, so the links are visible) and frees each block as its own.
+ * A page is retired only when used == 0, and blocks in batches or inboxes
+ * still count as used, so no thread ever pushes into a retired page.
+ * The owner read by a remote freer may be stale: if the owner exited in
+ * between, the block lands in a dead heap's inbox, which live threads of its
+ * local heap sweep (local_heap_take_dead_inboxes) and whoever reuses the
+ * heap takes over; each such block is dispatched again by its page's
+ * current owner.
+ *
+ * Thread exit (pthread key destructor) and fork (in the child, for every
+ * other thread's heap): thread_heap_abandon gives empty pages back and parks
+ * the others in their home local heap, where allocating threads of that heap
+ * adopt them and a thread freeing into one adopts it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include "internal.h"
+
+__thread thread_heap_t *mm_thread_heap __attribute__((tls_model("initial-exec"))) =
+    &mm_heap_empty;
+
+/* The page every direct[] entry of an empty heap points to: no free block,
+ * no owner, so both fast paths miss on it. */
+extent_t mm_page_empty;
+
+/* The heap of a thread that has not allocated yet. */
+thread_heap_t mm_heap_empty = {.direct = {[0 ... MM_DIRECT_SLOTS - 1] = &mm_page_empty}};
+
+static pthread_key_t thread_key;
+static _Atomic(int) process_state; /* 0 none, 1 initialising, 2 ready */
+static int cpu_count;
+
+static void thread_heap_exit_cb(void *arg);
+static void fork_prepare(void) { local_heap_fork_prepare(); }
+static void fork_parent(void) { local_heap_fork_parent(); }
+static void fork_child(void);
+
+/* ---- start-up --------------------------------------------------------------- */
+
+/* Once per process, from the first allocation (or the library constructor).
+ * Nothing here may allocate: a recursive malloc would wait on itself.
+ * pthread_atfork may allocate, so it runs after the state says ready. */
+void thread_heap_process_init(void) {
+  if (likely(atomic_load_acquire(&process_state) == 2)) return;
+  int expected = 0;
+  if (atomic_cas_strong_acq_rel(&process_state, &expected, 1)) {
+    os_init();
+    options_init();
+    size_class_init();
+    mm_canary_key = (uintptr_t)os_random() | 1;
+    cpu_count = os_cpu_count();
+    local_heap_init_all((uint32_t)(options.heaps > 0 ? options.heaps : cpu_count));
+    options.heaps = mm_nheaps;
+    pthread_key_create(&thread_key, thread_heap_exit_cb);
+    atomic_store_release(&process_state, 2);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    if (options.verbose) options_print();
+  } else {
+    while (atomic_load_acquire(&process_state) != 2) sched_yield();
+  }
+}
+
+static void direct_update(thread_heap_t *th, unsigned c) {
+  const size_class_t *sc = &mm_size_classes[c];
+  if (sc->size > MM_DIRECT_MAX) return;
+  extent_t *page = th->queue[c].first ? th->queue[c].first : &mm_page_empty;
+  unsigned lo = c ? mm_size_classes[c - 1].size / 16 + 1 : 0;
+  for (unsigned k = lo; k <= sc->size / 16; k++) th->direct[k] = page;
+}
+
+/* Reset a thread heap for a new thread (its inbox is kept: blocks there are
+ * still to be freed). */
+void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local) {
+  for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++) th->direct[k] = &mm_page_empty;
+  memset(th->queue, 0, sizeof(th->queue));
+  memset(&th->full, 0, sizeof(th->full));
+  memset(th->out, 0, sizeof(th->out));
+  th->local = local;
+  th->slow_calls = 0;
+  th->last_beat_ms = os_now_ms();
+  th->pages_taken = th->remote_sent = th->remote_received = 0;
+}
+
+/* Bind the calling thread to the local heap of its CPU (threads on
+ * neighbouring CPUs share one when there are fewer heaps than CPUs). */
+static MM_NOINLINE thread_heap_t *thread_heap_init_current(void) {
+  thread_heap_process_init();
+  unsigned cpu = (unsigned)os_current_cpu() % (unsigned)cpu_count;
+  unsigned idx = (unsigned)((uint64_t)cpu * mm_nheaps / (unsigned)cpu_count);
+  local_heap_t *lh = &mm_heaps[idx % mm_nheaps];
+  thread_heap_t *th = local_heap_thread_heap_new(lh);
+  if (!th) return NULL;
+  thread_heap_init_fresh(th, lh);
+  mm_thread_heap = th;
+  pthread_setspecific(thread_key, th); /* after the TLS: it may allocate */
+  return th;
+}
+
+thread_heap_t *thread_heap_current(void) {
+  thread_heap_t *th = mm_thread_heap;
+  if (unlikely(th == &mm_heap_empty)) th = thread_heap_init_current();
+  return th;
+}
+
+/* ---- remote frees -------------------------------------------------------------- */
+
+static void remote_flush(remote_batch_t *rb) {
+  thread_heap_t *dest = rb->dest;
+  block_t *head = atomic_load_relaxed(&dest->xinbox);
+  do {
+    rb->tail->next = head;
+  } while (!atomic_cas_weak_release(&dest->xinbox, &head, rb->head));
+  rb->head = rb->tail = NULL;
+  rb->count = 0;
+}
+
+static void remote_flush_all(thread_heap_t *th) {
+  for (unsigned i = 0; i < MM_REMOTE_BUCKETS; i++)
+    if (th->out[i].count) remote_flush(&th->out[i]);
+}
+
+static void remote_push(thread_heap_t *th, thread_heap_t *dest, block_t *b) {
+  remote_batch_t *rb =
+      &th->out[((uintptr_t)dest / sizeof(thread_heap_t)) % MM_REMOTE_BUCKETS];
+  if (rb->dest != dest) {
+    if (rb->count) remote_flush(rb);
+    rb->dest = dest;
+  }
+  b->next = rb->head;
+  if (!rb->head) rb->tail = b;
+  rb->head = b;
+  th->remote_sent++;
+  if (++rb->count >= MM_REMOTE_BATCH) remote_flush(rb);
+}
+
+/* ---- freeing a block whose canary is set ------------------------------------------ */
+
+MM_INLINE extent_t *page_of_block(const block_t *b) {
+  uintptr_t a = (uintptr_t)b;
+  slot_t *slot = slot_of_address(a);
+  return slot_extents(slot) + slot_map(slot)[(a >> MM_PAGE_SHIFT) & (MM_SLOT_PAGES - 1)];
+}
+
+/* used reached 0: keep the page if it is its class's current one (a thread
+ * that frees its last block usually allocates again), else send it home. */
+void thread_heap_page_empty(thread_heap_t *th, extent_t *page) {
+  page_queue_t *q = &th->queue[page->size_class];
+  if (q->first == page) return;
+  page_queue_remove(q, page);
+  local_heap_return_page(page);
+}
+
+static void free_local(thread_heap_t *th, extent_t *page, block_t *b, bool was_full) {
+  b->next = page->local_free;
+  page->local_free = b;
+  if (was_full) {
+    unsigned c = page->size_class;
+    page_queue_remove(&th->full, page);
+    page_queue_push_back(&th->queue[c], page);
+    atomic_store_relaxed(&page->xowner, (uintptr_t)th);
+    if (th->queue[c].first == page) direct_update(th, c);
+  }
+  if (--page->used == 0) thread_heap_page_empty(th, page);
+}
+
+/* Free b (its canary set) into page, from thread heap th (never the empty
+ * heap), whoever owns the page. */
+static void free_block(thread_heap_t *th, extent_t *page, block_t *b) {
+  for (;;) {
+    uintptr_t owner = atomic_load_relaxed(&page->xowner);
+    if ((owner & ~MM_OWNER_FULL) == (uintptr_t)th) {
+      free_local(th, page, b, owner & MM_OWNER_FULL);
+      return;
+    }
+    if (owner != 0) {
+      remote_push(th, (thread_heap_t *)(owner & ~MM_OWNER_FULL), b);
+      return;
+    }
+    /* Abandoned: adopt it (or find who did) and look again. */
+    if (local_heap_adopt_page(page, th)) {
+      page_queue_push_back(&th->queue[page->size_class], page);
+      if (th->queue[page->size_class].first == page) direct_update(th, page->size_class);
+    }
+  }
+}
+
+static void take_inbox(thread_heap_t *th) {
+  block_t *b = atomic_exchange_acquire(&th->xinbox, NULL);
+  while (b) {
+    block_t *next = b->next;
+    th->remote_received++;
+    free_block(th, page_of_block(b), b);
+    b = next;
+  }
+}
+
+/* ---- heartbeat ----------------------------------------------------------------------- */
+
+/* Every MM_HEARTBEAT_MS of slow-path activity: hand over remote batches,
+ * retire current pages that stayed empty, free what reached dead heaps of
+ * our local heap, and purge any local heap that is due. */
+static MM_COLD void heartbeat(thread_heap_t *th, uint32_t now) {
+  th->last_beat_ms = now;
+  remote_flush_all(th);
+  for (unsigned c = 0; c < MM_CLASSES; c++) {
+    extent_t *page = th->queue[c].first;
+    if (!page) continue;
+    if (page->used != 0) {
+      page->idle = 0;
+    } else if (++page->idle >= 2) {
+      page_queue_remove(&th->queue[c], page);
+      direct_update(th, c);
+      local_heap_return_page(page);
+    }
+  }
+  block_t *b = local_heap_take_dead_inboxes(th->local);
+  while (b) {
+    block_t *next = b->next;
+    free_block(th, page_of_block(b), b);
+    b = next;
+  }
+  remote_flush_all(th);
+  local_heap_purge_due(now);
+}
+
+MM_INLINE void thread_heap_beat(thread_heap_t *th) {
+  if (atomic_load_relaxed(&th->xinbox)) take_inbox(th);
+  uint32_t now = os_now_ms();
+  if ((uint32_t)(now - th->last_beat_ms) >= MM_HEARTBEAT_MS) heartbeat(th, now);
+}
+
+/* ---- allocation ------------------------------------------------------------------------ */
+
+MM_INLINE void *page_pop(extent_t *page) {
+  block_t *b = page->free;
+  page->free = b->next;
+  page->used++;
+  b->canary = 0;
+  return b;
+}
+
+/* A page of class c for th: one abandoned in its local heap, else a fresh
+ * one.  Abandoned pages without a free block join th's full list. */
+static extent_t *new_page(thread_heap_t *th, unsigned c) {
+  extent_t *page;
+  while ((page = local_heap_adopt_class(th->local, c, th)) != NULL) {
+    if (page_refill(page)) return page;
+    page_queue_push_front(&th->full, page);
+    atomic_store_relaxed(&page->xowner, (uintptr_t)th | MM_OWNER_FULL);
+  }
+  page = local_heap_take_page(th->local, c);
+  if (page) {
+    atomic_store_relaxed(&page->xowner, (uintptr_t)th);
+    th->pages_taken++;
+  }
+  return page;
+}
+
+static void *alloc_class(thread_heap_t *th, unsigned c) {
+  page_queue_t *q = &th->queue[c];
+  extent_t *page = q->first;
+  while (page) {
+    extent_t *next = page->next;
+    if (page_refill(page)) {
+      if (page != q->first) {
+        page_queue_remove(q, page);
+        page_queue_push_front(q, page);
+        direct_update(th, c);
+      }
+      return page_pop(page);
+    }
+    /* No free block and nothing left to carve: off to the full list. */
+    page_queue_remove(q, page);
+    page_queue_push_front(&th->full, page);
+    atomic_store_relaxed(&page->xowner, (uintptr_t)th | MM_OWNER_FULL);
+    page = next;
+  }
+  page = new_page(th, c);
+  if (!page) {
+    direct_update(th, c);
+    errno = ENOMEM;
+    return NULL;
+  }
+  page_queue_push_front(q, page);
+  direct_update(th, c);
+  page_refill(page);
+  return page_pop(page);
+}
+
+static void *alloc_big(thread_heap_t *th, size_t size, size_t align, bool zero) {
+  if (size > PTRDIFF_MAX) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (size >= MM_HUGE_MIN || align > MM_SLOT_SIZE / 8)
+    return local_heap_alloc_huge(th->local, size, align); /* zero from the OS */
+  return local_heap_alloc_large(th->local, size, align, zero);
+}
+
+void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
+  if (unlikely(th == &mm_heap_empty)) {
+    th = thread_heap_init_current();
+    if (!th) {
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  if (likely(size <= MM_SMALL_MAX)) {
+    unsigned c = size_class_of(size);
+    extent_t *page = th->queue[c].first;
+    if (page && page->free) return page_pop(page); /* medium sizes */
+    thread_heap_beat(th);
+    return alloc_class(th, c);
+  }
+  thread_heap_beat(th);
+  return alloc_big(th, size, 0, false);
+}
+
+/* Allocation with an alignment above 16 (or zeroed large memory). */
+void *thread_heap_malloc_aligned(size_t size, size_t align, bool zero) {
+  thread_heap_t *th = thread_heap_current();
+  if (!th) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  thread_heap_beat(th);
+  if (size <= MM_SMALL_MAX && align <= MM_PAGE_SIZE) {
+    unsigned c = size_class_aligned(size, align);
+    if (c < MM_CLASSES) {
+      void *p = alloc_class(th, c);
+      if (p && zero) memset(p, 0, size);
+      return p;
+    }
+  }
+  return alloc_big(th, size ? size : 1, align, zero);
+}
+
+/* ---- pointer validation ------------------------------------------------------------ */
+
+static MM_COLD __attribute__((noreturn)) void bad_pointer(const char *call, const void *p,
+                                                           const char *what) {
+  os_fatal("mmalloc: %s(): %s %p\n", call, what, p);
+}
+
+/* The PAGE or LARGE extent that handed out p, or abort with one line naming
+ * the call and the pointer. */
+extent_t *thread_heap_lookup(const void *p, const char *call) {
+  uintptr_t a = (uintptr_t)p;
+  uint16_t te = slot_table_entry(a);
+  if (te == 0)
+    bad_pointer(call, p, "invalid pointer (not allocated by mmalloc, or already freed)");
+  if ((te & MM_SLOT_KIND_MASK) == MM_SLOT_KIND_HUGE_TAIL)
+    bad_pointer(call, p, "invalid pointer (inside a block)");
+  slot_t *slot = slot_of_address(a);
+  extent_t *e = region_extent_at(slot, a & ~(uintptr_t)(MM_PAGE_SIZE - 1));
+  if (!e) {
+    bad_pointer(call, p, (te & MM_SLOT_KIND_MASK) == MM_SLOT_KIND_HUGE
+                             ? "invalid pointer (inside a block)"
+                             : "invalid pointer (not allocated by mmalloc)");
+  }
+  switch (e->kind) {
+  case MM_EXTENT_LARGE:
+    if (a != e->node.start) bad_pointer(call, p, "invalid pointer (inside a block)");
+    return e;
+  case MM_EXTENT_PAGE: {
+    uintptr_t off = a - e->page_start;
+    if (off % e->block_size) bad_pointer(call, p, "invalid pointer (inside a block)");
+    if (off / e->block_size >= e->reserved)
+      bad_pointer(call, p, "invalid pointer (never allocated)");
+    return e;
+  }
+  case MM_EXTENT_FREE:
+  case MM_EXTENT_CACHED:
+    if (e->kind == MM_EXTENT_FREE && a == e->node.start)
+      bad_pointer(call, p, "double free of");
+    bad_pointer(call, p, "invalid pointer (freed memory: double free?)");
+  default:
+    bad_pointer(call, p, "invalid pointer (not allocated by mmalloc)");
+  }
+}
+
+static MM_COLD __attribute__((noreturn)) void double_free(const char *call, const void *p) {
+  bad_pointer(call, p, "double free of");
+}
+
+/* ---- free ------------------------------------------------------------------------------ */
+
+void thread_heap_free_slow(void *p, const char *call) {
+  if (!p) return;
+  extent_t *e = thread_heap_lookup(p, call);
+  if (e->kind == MM_EXTENT_LARGE) {
+    if (slot_of_extent(e)->huge) local_heap_free_huge(e);
+    else local_heap_free_large(e);
+    return;
+  }
+  block_t *b = p;
+  uintptr_t canary = (uintptr_t)p ^ mm_canary_key;
+  if (b->canary == canary) double_free(call, p);
+  b->canary = canary;
+  thread_heap_t *th = thread_heap_current();
+  if (unlikely(!th)) {
+    /* No heap for this thread (out of memory): hand the block straight to
+     * its owner's inbox, or free it under the home heap's lock. */
+    uintptr_t owner = atomic_load_relaxed(&e->xowner) & ~MM_OWNER_FULL;
+    if (owner) {
+      remote_batch_t rb = {(thread_heap_t *)owner, b, b, 1};
+      remote_flush(&rb);
+      return;
+    }
+    os_fatal("mmalloc: %s(): out of memory freeing %p\n", call, p);
+  }
+  free_block(th, e, b);
+  if (++th->slow_calls % 64 == 0) thread_heap_beat(th);
+}
+
+/* ---- usable size, realloc ------------------------------------------------------------- */
+
+size_t thread_heap_usable_size(const void *p, const char *call) {
+  if (!p) return 0;
+  extent_t *e = thread_heap_lookup(p, call);
+  if (e->kind == MM_EXTENT_PAGE) {
+    if (((const block_t *)p)->canary == ((uintptr_t)p ^ mm_canary_key)) double_free(call, p);
+    return e->block_size;
+  }
+  return e->node.npages << MM_PAGE_SHIFT;
+}
+
+void *thread_heap_realloc(void *p, size_t size) {
+  if (!p) return thread_heap_malloc_fast(size);
+  extent_t *e = thread_heap_lookup(p, "realloc");
+  size_t old;
+  if (e->kind == MM_EXTENT_PAGE) {
+    if (((block_t *)p)->canary == ((uintptr_t)p ^ mm_canary_key)) double_free("realloc", p);
+    old = e->block_size;
+  } else {
+    old = e->node.npages << MM_PAGE_SHIFT;
+  }
+  if (size == 0) { /* glibc: realloc(p, 0) frees p and returns NULL */
+    thread_heap_free_fast(p, "realloc");
+    return NULL;
+  }
+  if (size > PTRDIFF_MAX) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (e->kind == MM_EXTENT_PAGE) {
+    if (size <= old && (size > old / 2 || old <= 64)) return p;
+  } else if (slot_of_extent(e)->huge) {
+    if (size >= MM_HUGE_MIN / 2) {
+      extent_t *ne = local_heap_resize_huge(e, size);
+      if (ne) return (void *)ne->node.start;
+      if (size <= old) return p;
+    }
+  } else if (size > MM_SMALL_MAX && size < MM_HUGE_MIN) {
+    if (size <= old && size > old / 2) {
+      local_heap_resize_large(e, size); /* give the tail pages back */
+      return p;
+    }
+    if (size > old && local_heap_resize_large(e, size)) return p;
+  }
+  void *q = thread_heap_malloc_fast(size);
+  if (!q) return NULL;
+  memcpy(q, p, old < size ? old : size);
+  thread_heap_free_fast(p, "realloc");
+  return q;
+}
+
+/* ---- thread exit, collect, fork ------------------------------------------------------- */
+
+/* Give every page of th back to its local heap: empty ones to the page cache,
+ * the others parked as abandoned.  th becomes dead (reusable). */
+void thread_heap_abandon(thread_heap_t *th) {
+  if (atomic_load_relaxed(&th->xinbox)) take_inbox(th);
+  remote_flush_all(th);
+  for (unsigned c = 0; c < MM_CLASSES; c++) {
+    extent_t *page;
+    while ((page = th->queue[c].first) != NULL) {
+      page_queue_remove(&th->queue[c], page);
+      if (page->used == 0) local_heap_return_page(page);
+      else local_heap_abandon_page(page);
+    }
+  }
+  extent_t *page;
+  while ((page = th->full.first) != NULL) {
+    page_queue_remove(&th->full, page);
+    local_heap_abandon_page(page);
+  }
+  for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++) th->direct[k] = &mm_page_empty;
+  local_heap_thread_heap_dead(th);
+}
+
+static void thread_heap_exit_cb(void *arg) {
+  thread_heap_t *th = arg;
+  mm_thread_heap = th; /* other destructors may have run before us */
+  thread_heap_abandon(th);
+  mm_thread_heap = &mm_heap_empty;
+}
+
+/* mm_collect(): this thread's pending frees and empty pages, then every
+ * local heap's free memory, back to the OS now. */
+void thread_heap_collect(void) {
+  thread_heap_t *th = thread_heap_current();
+  if (th) {
+    if (atomic_load_relaxed(&th->xinbox)) take_inbox(th);
+    for (uint32_t i = 0; i < mm_nheaps; i++) {
+      block_t *b = local_heap_take_dead_inboxes(&mm_heaps[i]);
+      while (b) {
+        block_t *next = b->next;
+        free_block(th, page_of_block(b), b);
+        b = next;
+      }
+    }
+    remote_flush_all(th);
+    for (unsigned c = 0; c < MM_CLASSES; c++) {
+      extent_t *page = th->queue[c].first;
+      if (page && page->used == 0) {
+        page_queue_remove(&th->queue[c], page);
+        direct_update(th, c);
+        local_heap_return_page(page);
+      }
+    }
+  }
+  local_heap_collect_all();
+}
+
+/* In the child of fork only the forking thread runs: the heaps of all the
+ * others are abandoned, so that the child can free and reuse their memory. */
+static void fork_child(void) {
+  local_heap_fork_child();
+  thread_heap_t *self = mm_thread_heap;
+  for (uint32_t i = 0; i < mm_nheaps; i++)
+    for (thread_heap_t *th = mm_heaps[i].threads; th; th = th->next_in_local)
+      if (th != self && th->state == MM_THREAD_LIVE) {
+        mm_thread_heap = th;
+        thread_heap_abandon(th);
+      }
+  mm_thread_heap = self;
+}
