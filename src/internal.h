@@ -151,7 +151,7 @@ extent_t *local_heap_adopt_class(local_heap_t *h, unsigned cls, thread_heap_t *t
 bool local_heap_adopt_page(extent_t *page, thread_heap_t *th);
 void local_heap_return_page(extent_t *page);
 void local_heap_abandon_page(extent_t *page);
-void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero);
+void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero, bool room);
 void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align);
 void local_heap_free_huge(extent_t *e);
 extent_t *local_heap_resize_huge(extent_t *e, size_t size);

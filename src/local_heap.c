@@ -14,11 +14,15 @@
  * returns a page, for large blocks, and to purge.  No path holds two local
  * heap locks at once, except fork, which takes them all in index order.
  *
- * Placement: pages come from the lowest-addressed extent that fits (first
- * fit), so they pack at the bottom of the slots.  Large blocks are placed
- * in the middle of the largest free extent when it is at least four times
- * their size (the Mmalloc paper's "memory increment": room behind the block
- * for realloc to grow into), else by first fit.
+ * Placement: pages and new large blocks come from the lowest-addressed
+ * extent that fits (first fit): they pack at the bottom of the slots and
+ * reuse recently freed, still resident memory.  A large block that realloc
+ * has to move (it grows) is placed in the middle of the largest free extent
+ * when that is at least four times its size: the Mmalloc paper's "memory
+ * increment", room behind the block for the next growth to happen in place.
+ * (Placing every large block that way, as the paper does, spreads them over
+ * the slot and touches fresh pages instead of reusing freed ones: RSS grew
+ * by 70% on the thread-churn test.)
  *
  * Decay: an extent freed into the heap is dirty; once it has been idle for
  * the purge delay its pages go back to the OS (MADV_DONTNEED) and it reads
@@ -402,12 +406,16 @@ void local_heap_return_page(extent_t *page) {
 
 /* ---- large blocks ------------------------------------------------------------- */
 
-void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero) {
+/* A LARGE block of size bytes.  room: the block is growing (realloc moved
+ * it): place it with room behind.  Otherwise first fit, which reuses the
+ * lowest (and most likely resident) free memory. */
+void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero,
+                             bool room) {
   size_t n = (size + MM_PAGE_SIZE - 1) >> MM_PAGE_SHIFT;
   size_t align_pages = align > MM_PAGE_SIZE ? align >> MM_PAGE_SHIFT : 1;
   heap_lock(h);
   heap_check(h);
-  extent_t *e = heap_alloc_extent(h, n, align_pages, true);
+  extent_t *e = heap_alloc_extent(h, n, align_pages, room);
   if (e) {
     e->kind = MM_EXTENT_LARGE;
     region_map_ends(e);
@@ -506,6 +514,16 @@ bool local_heap_resize_large(extent_t *e, size_t size) {
 /* Huge blocks: their own mappings, counted here. */
 void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align) {
   extent_t *e = region_huge_new(h->index, size, align);
+  if (!e && errno == ENOMEM) {
+    /* Out of address space: unmap the slots that stand empty, then retry. */
+    size_t released = 0;
+    for (uint32_t i = 0; i < mm_nheaps; i++) {
+      heap_lock(&mm_heaps[i]);
+      released += heap_release_empty_slots(&mm_heaps[i], 0);
+      heap_unlock(&mm_heaps[i]);
+    }
+    if (released) e = region_huge_new(h->index, size, align);
+  }
   if (!e) return NULL;
   heap_lock(h);
   h->huge_allocs++;

@@ -5,8 +5,8 @@
  * Classes step by 16 bytes up to 128 B, then four per power of two up to
  * MM_SMALL_MAX (32 KiB): 16 32 48 ... 128 | 160 192 224 256 | 320 384 ...
  * so internal fragmentation stays under 25% (under 12.5% above 128 B on
- * average).  Each class lives in pages of 16..64 datablocks, chosen so that
- * a page holds at least 8 objects and wastes little at its end.
+ * average).  Each class lives in pages of 16..128 datablocks, chosen so that
+ * a page holds at least 8 objects and wastes at most 1/32 of itself.
  *
  * Invariants (checked by size_class_is_valid and the unit test):
  *   size_class_of(n) is the smallest class with size >= n, for 0 < n <=
@@ -28,9 +28,9 @@ static uint32_t class_size(unsigned c) {
 }
 
 static uint32_t class_npages(uint32_t size) {
-  /* Smallest page (in 16-datablock steps, 64..256 KiB) that holds at least
+  /* Smallest page (in 16-datablock steps, 64..512 KiB) that holds at least
    * 8 objects and wastes at most 1/32 of itself. */
-  for (uint32_t np = 16; np <= 64; np += 16) {
+  for (uint32_t np = 16; np <= 128; np += 16) {
     size_t bytes = (size_t)np << MM_PAGE_SHIFT;
     size_t cap = bytes / size;
     if (cap >= 8 && (bytes - cap * size) * 32 <= bytes) return np;

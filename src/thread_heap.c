@@ -331,14 +331,14 @@ static void *alloc_class(thread_heap_t *th, unsigned c) {
   return page_pop(page);
 }
 
-static void *alloc_big(thread_heap_t *th, size_t size, size_t align, bool zero) {
+static void *alloc_big(thread_heap_t *th, size_t size, size_t align, bool zero, bool room) {
   if (size > PTRDIFF_MAX) {
     errno = ENOMEM;
     return NULL;
   }
   if (size >= MM_HUGE_MIN || align > MM_SLOT_SIZE / 8)
     return local_heap_alloc_huge(th->local, size, align); /* zero from the OS */
-  return local_heap_alloc_large(th->local, size, align, zero);
+  return local_heap_alloc_large(th->local, size, align, zero, room);
 }
 
 void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
@@ -357,7 +357,7 @@ void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
     return alloc_class(th, c);
   }
   thread_heap_beat(th);
-  return alloc_big(th, size, 0, false);
+  return alloc_big(th, size, 0, false, false);
 }
 
 /* Allocation with an alignment above 16 (or zeroed large memory). */
@@ -376,7 +376,7 @@ void *thread_heap_malloc_aligned(size_t size, size_t align, bool zero) {
       return p;
     }
   }
-  return alloc_big(th, size ? size : 1, align, zero);
+  return alloc_big(th, size ? size : 1, align, zero, false);
 }
 
 /* ---- pointer validation ------------------------------------------------------------ */
@@ -502,7 +502,13 @@ void *thread_heap_realloc(void *p, size_t size) {
     }
     if (size > old && local_heap_resize_large(e, size)) return p;
   }
-  void *q = thread_heap_malloc_fast(size);
+  void *q;
+  if (size > old && size > MM_SMALL_MAX) { /* growing: leave it room to grow */
+    thread_heap_t *th = thread_heap_current();
+    q = th ? alloc_big(th, size, 0, false, true) : NULL;
+  } else {
+    q = thread_heap_malloc_fast(size);
+  }
   if (!q) return NULL;
   memcpy(q, p, old < size ? old : size);
   thread_heap_free_fast(p, "realloc");

@@ -1,0 +1,198 @@
+/* test_local_heap.c — one local heap, driven directly: large blocks, pages,
+ * in-place resizing, purging, against a model of the live extents, with the
+ * heap checker (tree order/balance/maxima/coalescing, dirty accounting,
+ * page map) after every operation.  Not a benchmark.
+ *
+ * usage: unit_local_heap [SEED] [OPS] */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "internal.h"
+
+typedef struct live_s {
+  uintptr_t start;
+  size_t bytes;
+  extent_t *e;
+  int page_class; /* -1 for a large block */
+} live_t;
+
+#define MAX_LIVE 512
+static live_t live[MAX_LIVE];
+static int nlive;
+static uint64_t rng;
+
+static uint64_t next_rand(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+
+static unsigned char pattern(uintptr_t a) { return (unsigned char)(a >> 12) ^ 0x5a; }
+
+static void fill(live_t *l) {
+  unsigned char *p = (unsigned char *)l->start;
+  p[0] = pattern(l->start);
+  p[l->bytes - 1] = pattern(l->start + 1);
+  if (l->bytes > 8192) p[l->bytes / 2] = pattern(l->start + 2);
+}
+
+static int intact(const live_t *l) {
+  const unsigned char *p = (const unsigned char *)l->start;
+  return p[0] == pattern(l->start) && p[l->bytes - 1] == pattern(l->start + 1) &&
+         (l->bytes <= 8192 || p[l->bytes / 2] == pattern(l->start + 2));
+}
+
+static int heap_ok(local_heap_t *h, const char *when) {
+  char why[256];
+  if (!local_heap_is_valid(h, why, sizeof(why))) {
+    fprintf(stderr, "heap invalid after %s: %s\n", when, why);
+    return 0;
+  }
+  /* live extents never overlap, and the page map names them */
+  for (int i = 0; i < nlive; i++) {
+    slot_t *slot = slot_of_address(live[i].start);
+    if (region_extent_at(slot, live[i].start) != live[i].e ||
+        region_extent_at(slot, (live[i].start + live[i].bytes - 1) & ~(MM_PAGE_SIZE - 1)) != live[i].e) {
+      fprintf(stderr, "page map does not name live extent %p after %s\n", (void *)live[i].start, when);
+      return 0;
+    }
+    for (int j = i + 1; j < nlive; j++)
+      if (live[i].start < live[j].start + live[j].bytes && live[j].start < live[i].start + live[i].bytes) {
+        fprintf(stderr, "extents %p and %p overlap after %s\n", (void *)live[i].start,
+                (void *)live[j].start, when);
+        return 0;
+      }
+  }
+  return 1;
+}
+
+static void drop(local_heap_t *h, int i) {
+  (void)h;
+  if (live[i].page_class >= 0) {
+    local_heap_return_page(live[i].e);
+  } else {
+    local_heap_free_large(live[i].e);
+  }
+  live[i] = live[--nlive];
+}
+
+int main(int argc, char **argv) {
+  uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x1234abcdULL;
+  long ops = argc > 2 ? atol(argv[2]) : (MM_DEBUG >= 3 ? 3000 : 20000);
+  rng = seed | 1;
+  fprintf(stderr, "unit_local_heap: seed 0x%llx, %ld ops\n", (unsigned long long)seed, ops);
+  thread_heap_process_init();
+  local_heap_t *h = &mm_heaps[0];
+
+  /* Placement: a growing block goes to the middle of the free space of a
+   * fresh heap, leaving at least its own size free behind it. */
+  void *first = local_heap_alloc_large(h, 1 << 20, 0, false, true);
+  REQUIRE("first large block", first != NULL);
+  extent_t *fe = region_extent_at(slot_of_address((uintptr_t)first), (uintptr_t)first);
+  slot_t *fslot = slot_of_extent(fe);
+  extent_t *behind = region_extent_at(fslot, extent_end(fe));
+  CHECK("room behind the first large block",
+        behind && behind->kind == MM_EXTENT_FREE && behind->node.npages >= fe->node.npages);
+  CHECK("fresh memory reads as zero", ((unsigned char *)first)[12345] == 0);
+  /* ... so it grows in place */
+  memset(first, 0xAB, 1 << 20);
+  CHECK("grows in place into the room", local_heap_resize_large(fe, 8 << 20));
+  CHECK("contents kept when growing in place",
+        ((unsigned char *)first)[(1 << 20) - 1] == 0xAB && fe->node.start == (uintptr_t)first);
+  CHECK("shrinks in place", local_heap_resize_large(fe, 2 << 20) && fe->node.npages == 512);
+  CHECK("heap valid after resizes", heap_ok(h, "resizes"));
+  local_heap_free_large(fe);
+  CHECK("heap valid after the free", heap_ok(h, "first free"));
+
+  /* Aligned large blocks. */
+  for (size_t align = 8192; align <= ((size_t)4 << 20); align *= 2) {
+    void *p = local_heap_alloc_large(h, 40000, align, true, false);
+    CHECK("aligned large block", p && ((uintptr_t)p & (align - 1)) == 0);
+    if (p) local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)p), (uintptr_t)p));
+  }
+  CHECK("heap valid after aligned blocks", heap_ok(h, "aligned"));
+
+  /* Random operations against the model. */
+  long counts[6] = {0};
+  for (long op = 0; op < ops; op++) {
+    unsigned kind = (unsigned)(next_rand() % 100);
+    const char *when = "?";
+    if (nlive > 0 && (kind < 35 || nlive == MAX_LIVE)) {
+      int i = (int)(next_rand() % (uint64_t)nlive);
+      REQUIRE("live block intact before free", intact(&live[i]));
+      drop(h, i);
+      when = "free";
+      counts[0]++;
+    } else if (kind < 55) {
+      unsigned cls = (unsigned)(next_rand() % MM_CLASSES);
+      extent_t *e = local_heap_take_page(h, cls);
+      REQUIRE("page", e != NULL);
+      live_t *l = &live[nlive++];
+      l->start = e->node.start;
+      l->bytes = e->node.npages << MM_PAGE_SHIFT;
+      l->e = e;
+      l->page_class = (int)cls;
+      fill(l);
+      when = "take page";
+      counts[1]++;
+    } else if (kind < 85) {
+      size_t size = MM_SMALL_MAX + 1 + (size_t)(next_rand() % ((next_rand() % 4) ? (1u << 20) : (16u << 20)));
+      size_t align = (next_rand() % 8 == 0) ? (MM_PAGE_SIZE << (next_rand() % 8)) : 0;
+      void *p = local_heap_alloc_large(h, size, align, next_rand() % 2, next_rand() % 4 == 0);
+      REQUIRE("large block", p != NULL);
+      REQUIRE("large block aligned", !align || ((uintptr_t)p & (align - 1)) == 0);
+      live_t *l = &live[nlive++];
+      l->start = (uintptr_t)p;
+      l->e = region_extent_at(slot_of_address(l->start), l->start);
+      l->bytes = l->e->node.npages << MM_PAGE_SHIFT;
+      l->page_class = -1;
+      fill(l);
+      when = "alloc large";
+      counts[2]++;
+    } else if (kind < 97 && nlive > 0) {
+      int i = (int)(next_rand() % (uint64_t)nlive);
+      if (live[i].page_class >= 0) continue;
+      size_t old = live[i].bytes;
+      size_t want = (size_t)(next_rand() % 2 ? old + (next_rand() % (4u << 20)) : MM_SMALL_MAX + 1 + next_rand() % old);
+      REQUIRE("intact before resize", intact(&live[i]));
+      unsigned char head = ((unsigned char *)live[i].start)[0];
+      if (local_heap_resize_large(live[i].e, want)) {
+        live[i].bytes = live[i].e->node.npages << MM_PAGE_SHIFT;
+        REQUIRE("resize keeps the start", live[i].e->node.start == live[i].start);
+        REQUIRE("resize fits", live[i].bytes >= want);
+        REQUIRE("resize keeps the head byte", ((unsigned char *)live[i].start)[0] == head);
+        fill(&live[i]);
+        counts[3]++;
+      } else {
+        REQUIRE("only growth may fail", want > old);
+        counts[4]++;
+      }
+      when = "resize";
+    } else {
+      pthread_mutex_lock(&h->lock);
+      local_heap_purge(h, next_rand() % 2);
+      pthread_mutex_unlock(&h->lock);
+      when = "purge";
+      counts[5]++;
+    }
+    if (MM_DEBUG >= 3 || op % 16 == 0 || op == ops - 1) REQUIRE("heap valid", heap_ok(h, when));
+  }
+  fprintf(stderr, "ops: %ld frees, %ld pages, %ld large, %ld resized, %ld resize refused, %ld purges\n",
+          counts[0], counts[1], counts[2], counts[3], counts[4], counts[5]);
+  CHECK("exercised every operation", counts[0] && counts[1] && counts[2] && counts[3] && counts[4] && counts[5]);
+
+  for (int i = 0; i < nlive; i++) CHECK("every live block intact at the end", intact(&live[i]));
+  while (nlive) drop(h, nlive - 1);
+  pthread_mutex_lock(&h->lock);
+  local_heap_purge(h, true);
+  pthread_mutex_unlock(&h->lock);
+  CHECK("heap valid when empty", heap_ok(h, "drain"));
+  CHECK("everything coalesced: one free extent per slot",
+        h->tree.count == h->nslots && h->tree.total_pages == h->nslots * MM_SLOT_DATA_PAGES);
+  CHECK("nothing dirty after a forced purge", h->dirty_pages == 0);
+  CHECK("page cache drained by the forced purge", h->cache_count == 0);
+  return check_summary("unit_local_heap");
+}

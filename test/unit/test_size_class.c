@@ -1,0 +1,91 @@
+/* test_size_class.c — size-class math: every size maps to the smallest
+ * class that holds it, the direct table agrees, the magic reciprocal gives
+ * exact block indices, aligned classes are aligned.  Not a benchmark. */
+#include <stdint.h>
+
+#include "check.h"
+#include "internal.h"
+
+int main(void) {
+  size_class_init();
+  char why[200] = "";
+  CHECK("checker accepts the table", size_class_is_valid(why, sizeof(why)));
+  if (why[0]) fprintf(stderr, "checker: %s\n", why);
+
+  CHECK("class 0 is 16 bytes", mm_size_classes[0].size == 16);
+  CHECK("largest class is MM_SMALL_MAX", mm_size_classes[MM_CLASSES - 1].size == MM_SMALL_MAX);
+  CHECK("malloc(0) gets the 16-byte class", size_class_of(0) == 0);
+
+  /* Every size: the class holds it, the class below does not. */
+  int bad_fit = 0, bad_direct = 0, bad_waste = 0;
+  for (size_t n = 1; n <= MM_SMALL_MAX; n++) {
+    unsigned c = size_class_of(n);
+    if (c >= MM_CLASSES || mm_size_classes[c].size < n ||
+        (c > 0 && mm_size_classes[c - 1].size >= n))
+      bad_fit++;
+    if (n <= MM_DIRECT_MAX && mm_direct_class[(n + 15) >> 4] != size_class_of_slow(n))
+      bad_direct++;
+    /* at most 25% internal fragmentation above 128 B, 15 bytes below */
+    uint32_t s = mm_size_classes[c].size;
+    if (n > 128 ? (s - n) * 4 > n : s - n > 15) bad_waste++;
+  }
+  CHECK("every size maps to its smallest fitting class", bad_fit == 0);
+  CHECK("direct table equals the arithmetic", bad_direct == 0);
+  CHECK("internal fragmentation bounded", bad_waste == 0);
+
+  /* Four classes per power of two above 128 B. */
+  int per_doubling_ok = 1;
+  for (uint32_t p = 128; p < MM_SMALL_MAX; p *= 2) {
+    int k = 0;
+    for (unsigned c = 0; c < MM_CLASSES; c++)
+      if (mm_size_classes[c].size > p && mm_size_classes[c].size <= 2 * p) k++;
+    if (k != 4) per_doubling_ok = 0;
+  }
+  CHECK("four classes per power of two", per_doubling_ok);
+
+  /* Pages: hold at least 8 blocks, waste at most 1/32. */
+  int bad_page = 0;
+  for (unsigned c = 0; c < MM_CLASSES; c++) {
+    const size_class_t *sc = &mm_size_classes[c];
+    size_t bytes = (size_t)sc->npages << MM_PAGE_SHIFT;
+    if (sc->capacity < 8 || (bytes - (size_t)sc->capacity * sc->size) * 32 > bytes) bad_page++;
+  }
+  CHECK("pages hold >= 8 blocks and waste <= 1/32", bad_page == 0);
+
+  /* The reciprocal: exact for every offset inside a page, not only at
+   * block starts (the free fast path rejects interior pointers with it). */
+  int bad_magic = 0;
+  for (unsigned c = 0; c < MM_CLASSES; c++) {
+    const size_class_t *sc = &mm_size_classes[c];
+    uint64_t bytes = (uint64_t)sc->capacity * sc->size;
+    for (uint64_t off = 0; off < bytes; off += (c < 8 ? 1 : 7)) {
+      uint64_t idx = (off * sc->magic) >> 40;
+      if (idx != off / sc->size || (idx * sc->size == off) != (off % sc->size == 0)) bad_magic++;
+    }
+  }
+  CHECK("magic reciprocal exact at every offset", bad_magic == 0);
+
+  /* Aligned classes: blocks aligned (size multiple of the alignment). */
+  int bad_aligned = 0;
+  for (size_t align = 32; align <= MM_PAGE_SIZE; align *= 2)
+    for (size_t n = 1; n <= MM_SMALL_MAX; n += 97) {
+      unsigned c = size_class_aligned(n, align);
+      if (c == MM_CLASSES) continue;
+      if (mm_size_classes[c].size < n || mm_size_classes[c].size % align) bad_aligned++;
+    }
+  CHECK("aligned classes fit and align", bad_aligned == 0);
+  CHECK("4 KiB alignment of a small size has a class", size_class_aligned(100, 4096) < MM_CLASSES);
+  CHECK("no class above MM_SMALL_MAX", size_class_aligned(MM_SMALL_MAX + 1, 16) == MM_CLASSES);
+
+  /* The checker catches a broken table. */
+  uint64_t saved = mm_size_classes[5].magic;
+  mm_size_classes[5].magic = saved - 2;
+  CHECK("checker rejects a wrong reciprocal", !size_class_is_valid(why, sizeof(why)));
+  mm_size_classes[5].magic = saved;
+  uint32_t saved_cap = mm_size_classes[3].capacity;
+  mm_size_classes[3].capacity = saved_cap + 100000;
+  CHECK("checker rejects an impossible capacity", !size_class_is_valid(why, sizeof(why)));
+  mm_size_classes[3].capacity = saved_cap;
+  CHECK("checker accepts the repaired table", size_class_is_valid(why, sizeof(why)));
+  return check_summary("unit_size_class");
+}
