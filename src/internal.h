@@ -16,6 +16,10 @@
 
 #include "types.h"
 
+/* Everything declared from here on is internal to the library: hidden, so
+ * the compiler may address it directly (no GOT) and nothing leaks out. */
+#pragma GCC visibility push(hidden)
+
 #define MM_EXPORT __attribute__((visibility("default")))
 #define MM_INLINE static inline __attribute__((always_inline))
 #define MM_NOINLINE __attribute__((noinline))
@@ -82,7 +86,7 @@ MM_INLINE bool time_reached(uint32_t now, uint32_t deadline) {
 }
 
 /* ---- region.c --------------------------------------------------------------- */
-extern _Atomic(uint16_t) mm_slot_table[MM_SLOT_TABLE_SIZE];
+extern _Atomic(uint8_t) mm_slot_table[MM_SLOT_TABLE_SIZE];
 
 MM_INLINE slot_t *slot_of_address(uintptr_t a) {
   return (slot_t *)(a & ~(MM_SLOT_SIZE - 1));
@@ -90,8 +94,8 @@ MM_INLINE slot_t *slot_of_address(uintptr_t a) {
 MM_INLINE slot_t *slot_of_extent(const extent_t *e) {
   return slot_of_address((uintptr_t)e);
 }
-MM_INLINE uint16_t *slot_map(slot_t *slot) {
-  return (uint16_t *)((uintptr_t)slot + MM_SLOT_MAP_OFFSET);
+MM_INLINE uint32_t *slot_map(slot_t *slot) {
+  return (uint32_t *)((uintptr_t)slot + MM_SLOT_MAP_OFFSET);
 }
 MM_INLINE extent_t *slot_extents(slot_t *slot) {
   return (extent_t *)((uintptr_t)slot + MM_SLOT_EXTENTS_OFFSET);
@@ -102,11 +106,18 @@ MM_INLINE uintptr_t slot_data_start(const slot_t *slot) {
 MM_INLINE uintptr_t extent_end(const extent_t *e) {
   return e->node.start + (e->node.npages << MM_PAGE_SHIFT);
 }
-/* Slot table entry of an address (0 for anything not ours, including
- * addresses above MM_ADDRESS_BITS). */
-MM_INLINE uint16_t slot_table_entry(uintptr_t a) {
-  if (unlikely(a >> MM_ADDRESS_BITS)) return 0;
-  return atomic_load_relaxed(&mm_slot_table[a >> MM_SLOT_SHIFT]);
+/* Slot table entry of an address (MM_SLOT_NONE for anything not ours,
+ * including addresses above MM_ADDRESS_BITS). */
+MM_INLINE unsigned slot_table_entry(uintptr_t a) {
+  uintptr_t i = a >> MM_SLOT_SHIFT;
+  if (unlikely(i >= MM_SLOT_TABLE_SIZE)) return MM_SLOT_NONE;
+  return atomic_load_relaxed(&mm_slot_table[i]);
+}
+/* The extent the page map names for address a of a slot (the slot header's
+ * zero prefix when it names none).  Exact for pages; see region.c. */
+MM_INLINE extent_t *slot_extent_of(slot_t *slot, uintptr_t a) {
+  return (extent_t *)((uintptr_t)slot +
+                      slot_map(slot)[(a >> MM_PAGE_SHIFT) & (MM_SLOT_PAGES - 1)]);
 }
 
 extent_t *region_extent_new(slot_t *slot);
@@ -132,6 +143,18 @@ bool size_class_is_valid(char *why, size_t why_size);
 MM_INLINE unsigned size_class_of(size_t n) {
   if (n <= MM_DIRECT_MAX) return mm_direct_class[(n + 15) >> 4];
   return size_class_of_slow(n);
+}
+
+/* ---- page ownership (see MM_OWNER_FULL in types.h) ------------------------- */
+MM_INLINE void page_set_owner(extent_t *page, thread_heap_t *th) {
+  atomic_store_relaxed(&page->xowner, th);
+  atomic_store_relaxed(&page->xowner_tid, th ? th->tid : 0);
+}
+MM_INLINE void page_set_full(extent_t *page, const thread_heap_t *th, bool full) {
+  atomic_store_relaxed(&page->xowner_tid, th->tid | (full ? MM_OWNER_FULL : 0));
+}
+MM_INLINE bool page_is_full(const extent_t *page) {
+  return atomic_load_relaxed(&page->xowner_tid) & MM_OWNER_FULL;
 }
 
 /* ---- page.c ------------------------------------------------------------------- */
@@ -167,6 +190,19 @@ void local_heap_fork_prepare(void);
 void local_heap_fork_parent(void);
 void local_heap_fork_child(void);
 bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size);
+
+/* The calling thread's id: its thread pointer, one instruction to read. */
+MM_INLINE uintptr_t mm_thread_id(void) {
+  uintptr_t tid;
+#if defined(__x86_64__)
+  __asm__("movq %%fs:0, %0" : "=r"(tid));
+#elif defined(__aarch64__)
+  __asm__("mrs %0, tpidr_el0" : "=r"(tid));
+#else
+  tid = (uintptr_t)__builtin_thread_pointer();
+#endif
+  return tid;
+}
 
 /* ---- thread_heap.c ---------------------------------------------------------------- */
 extern __thread thread_heap_t *mm_thread_heap __attribute__((tls_model("initial-exec")));
@@ -204,23 +240,21 @@ MM_INLINE void *thread_heap_malloc_fast(size_t size) {
 
 MM_INLINE void thread_heap_free_fast(void *p, const char *call) {
   uintptr_t a = (uintptr_t)p;
-  if (likely((slot_table_entry(a) & MM_SLOT_KIND_MASK) == MM_SLOT_KIND_HEAP)) {
-    thread_heap_t *th = mm_thread_heap;
-    slot_t *slot = slot_of_address(a);
-    extent_t *page = slot_extents(slot) +
-                     slot_map(slot)[(a >> MM_PAGE_SHIFT) & (MM_SLOT_PAGES - 1)];
-    if (likely(atomic_load_relaxed(&page->xowner) == (uintptr_t)th)) {
-      uintptr_t off = a - page->page_start;
-      uint64_t idx = (off * page->magic) >> 40;
+  if (likely(slot_table_entry(a) == MM_SLOT_HEAP)) {
+    extent_t *page = slot_extent_of(slot_of_address(a), a);
+    if (likely(atomic_load_relaxed(&page->xowner_tid) == mm_thread_id())) {
+      /* A carved block boundary of this page (off < limit, and off a
+       * multiple of block_size: Lemire's test, exact for off < 2^32)... */
+      uint64_t off = a - page->page_start;
       block_t *b = p;
       uintptr_t canary = a ^ mm_canary_key;
-      if (likely(idx * page->block_size == off && idx < page->reserved &&
-                 b->canary != canary)) {
+      if (likely(off < page->limit && off * page->magic < page->magic &&
+                 b->canary != canary)) { /* ...not already free */
         b->next = page->local_free;
         b->canary = canary;
         page->local_free = b;
         if (likely(--page->used != 0)) return;
-        thread_heap_page_empty(th, page);
+        thread_heap_page_empty(mm_thread_heap, page);
         return;
       }
     }
@@ -231,5 +265,7 @@ MM_INLINE void thread_heap_free_fast(void *p, const char *call) {
 /* ---- stats.c ------------------------------------------------------------------------ */
 size_t stats_json(char *buf, size_t size);
 void stats_print(int fd);
+
+#pragma GCC visibility pop
 
 #endif

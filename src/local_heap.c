@@ -350,7 +350,7 @@ extent_t *local_heap_adopt_class(local_heap_t *h, unsigned cls, thread_heap_t *t
   extent_t *page = h->abandoned[cls].first;
   if (page) {
     page_queue_remove(&h->abandoned[cls], page);
-    atomic_store_relaxed(&page->xowner, (uintptr_t)th);
+    page_set_owner(page, th);
   }
   heap_unlock(h);
   return page;
@@ -362,9 +362,9 @@ bool local_heap_adopt_page(extent_t *page, thread_heap_t *th) {
   local_heap_t *h = local_heap_of_extent(page);
   bool ok = false;
   heap_lock(h);
-  if (page->kind == MM_EXTENT_PAGE && atomic_load_relaxed(&page->xowner) == 0) {
+  if (page->kind == MM_EXTENT_PAGE && atomic_load_relaxed(&page->xowner) == NULL) {
     page_queue_remove(&h->abandoned[page->size_class], page);
-    atomic_store_relaxed(&page->xowner, (uintptr_t)th);
+    page_set_owner(page, th);
     ok = true;
   }
   heap_unlock(h);
@@ -375,7 +375,7 @@ bool local_heap_adopt_page(extent_t *page, thread_heap_t *th) {
 void local_heap_abandon_page(extent_t *page) {
   local_heap_t *h = local_heap_of_extent(page);
   heap_lock(h);
-  atomic_store_relaxed(&page->xowner, 0);
+  page_set_owner(page, NULL);
   page->next = page->prev = NULL;
   page_queue_push_front(&h->abandoned[page->size_class], page);
   heap_unlock(h);
@@ -388,7 +388,7 @@ void local_heap_return_page(extent_t *page) {
   uint32_t now = os_now_ms();
   heap_lock(h);
   heap_check(h);
-  atomic_store_relaxed(&page->xowner, 0);
+  page_set_owner(page, NULL);
   page->kind = MM_EXTENT_CACHED;
   page->free = page->local_free = NULL;
   heap_dirty_add(h, page, now);
@@ -767,7 +767,7 @@ bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size) {
   for (unsigned c = 0; c < MM_CLASSES; c++)
     for (extent_t *p = h->abandoned[c].first; p; p = p->next)
       if (p->kind != MM_EXTENT_PAGE || p->size_class != c ||
-          atomic_load_relaxed(&p->xowner) != 0) {
+          atomic_load_relaxed(&p->xowner) != NULL) {
         os_format(why, why_size, "heap %u: abandoned list %u holds a page that is not abandoned",
                   h->index, c);
         return false;

@@ -1,7 +1,8 @@
 /* page.c — a page: one extent holding small objects of one size class.
  *
- * Layer: thread heap.  A page belongs to one thread heap (xowner) which alone
- * touches its lists; see thread_heap.c for how pages move between queues.
+ * Layer: thread heap.  A page belongs to one thread heap (xowner) whose
+ * thread alone touches its lists; see thread_heap.c for how pages move
+ * between queues and owners.
  *
  *   page_start                                  page_start + npages * 4 KiB
  *   | blk 0 | blk 1 | ... | blk reserved-1 | (not yet carved) ... | waste |
@@ -14,7 +15,8 @@
  * Invariants (page_is_valid):
  *   free and local_free are disjoint lists of distinct carved blocks of the
  *   page, each at a block boundary, each carrying its canary;
- *   used + |free| + |local_free| == reserved <= capacity.
+ *   used + |free| + |local_free| == reserved <= capacity;
+ *   limit == reserved * block_size.
  */
 #include <string.h>
 
@@ -32,6 +34,7 @@ void page_init(extent_t *page, unsigned cls) {
   page->local_free = NULL;
   page->used = 0;
   page->reserved = 0;
+  page->limit = 0;
   page->block_size = sc->size;
   page->capacity = sc->capacity;
   page->magic = sc->magic;
@@ -58,6 +61,7 @@ static void page_extend(extent_t *page) {
   b->canary = (uintptr_t)b ^ mm_canary_key;
   page->free = (block_t *)first;
   page->reserved += n;
+  page->limit = (uint64_t)page->reserved * size;
 }
 
 /* Give an empty free list new blocks: first those the owner freed, then
@@ -121,7 +125,8 @@ bool page_is_valid(const extent_t *page, char *why, size_t why_size) {
   }
   if (page->page_start != page->node.start ||
       (size_t)page->capacity * page->block_size > (page->node.npages << MM_PAGE_SHIFT) ||
-      page->reserved > page->capacity) {
+      page->reserved > page->capacity ||
+      page->limit != (uint64_t)page->reserved * page->block_size) {
     os_format(why, why_size, "page %p: geometry inconsistent", (void *)page->page_start);
     return false;
   }

@@ -10,9 +10,9 @@
  * the same address arithmetic and also works under RLIMIT_AS, valgrind and
  * the sanitizers, which refuse or choke on a multi-TiB reservation.)
  *
- *   mm_slot_table[p >> MM_SLOT_SHIFT]  -> 0, or kind | owning heap
+ *   mm_slot_table[p >> MM_SLOT_SHIFT]  -> MM_SLOT_NONE / HEAP / HUGE / HUGE_TAIL
  *   slot base = p & ~(MM_SLOT_SIZE - 1)
- *   page_map[(p - base) >> MM_PAGE_SHIFT] -> extent descriptor
+ *   page_map[(p - base) >> MM_PAGE_SHIFT] -> base + offset of the extent
  *
  * so free(p) learns whether p is ours and what extent holds it with two
  * loads and no lock.
@@ -32,10 +32,10 @@
 
 #include "internal.h"
 
-_Atomic(uint16_t) mm_slot_table[MM_SLOT_TABLE_SIZE];
+_Atomic(uint8_t) mm_slot_table[MM_SLOT_TABLE_SIZE];
 
-static void slot_table_set(uintptr_t base, uintptr_t size, uint16_t head,
-                           uint16_t tail) {
+static void slot_table_set(uintptr_t base, uintptr_t size, uint8_t head,
+                           uint8_t tail) {
   size_t i = base >> MM_SLOT_SHIFT;
   size_t n = size >> MM_SLOT_SHIFT;
   for (size_t k = n; k-- > 0;) /* head last: readers start from it */
@@ -49,7 +49,7 @@ extent_t *region_extent_new(slot_t *slot) {
   if (e) {
     slot->desc_free = e->next;
   } else {
-    if (slot->desc_top >= MM_SLOT_EXTENTS) return NULL; /* [0] is the sentinel */
+    if (slot->desc_top >= MM_SLOT_EXTENTS) return NULL;
     e = slot_extents(slot) + slot->desc_top++;
   }
   memset(e, 0, sizeof(*e));
@@ -71,8 +71,8 @@ void region_extent_delete(slot_t *slot, extent_t *e) {
 /* Map every datablock of e (pages: the free path may see any of them). */
 void region_map_all(extent_t *e) {
   slot_t *slot = slot_of_extent(e);
-  uint16_t v = (uint16_t)(e - slot_extents(slot));
-  uint16_t *map = slot_map(slot);
+  uint32_t v = (uint32_t)((uintptr_t)e - (uintptr_t)slot);
+  uint32_t *map = slot_map(slot);
   size_t first = (e->node.start - (uintptr_t)slot) >> MM_PAGE_SHIFT;
   for (size_t i = 0; i < e->node.npages; i++) map[first + i] = v;
 }
@@ -81,8 +81,8 @@ void region_map_all(extent_t *e) {
  * enough for the free path's start check and for coalescing). */
 void region_map_ends(extent_t *e) {
   slot_t *slot = slot_of_extent(e);
-  uint16_t v = (uint16_t)(e - slot_extents(slot));
-  uint16_t *map = slot_map(slot);
+  uint32_t v = (uint32_t)((uintptr_t)e - (uintptr_t)slot);
+  uint32_t *map = slot_map(slot);
   size_t first = (e->node.start - (uintptr_t)slot) >> MM_PAGE_SHIFT;
   map[first] = v;
   map[first + e->node.npages - 1] = v;
@@ -91,9 +91,9 @@ void region_map_ends(extent_t *e) {
 /* The extent covering datablock address a of slot, or NULL (stale entries
  * are rejected by the range check). */
 extent_t *region_extent_at(slot_t *slot, uintptr_t a) {
-  uint16_t v = slot_map(slot)[(a - (uintptr_t)slot) >> MM_PAGE_SHIFT];
+  uint32_t v = slot_map(slot)[(a - (uintptr_t)slot) >> MM_PAGE_SHIFT];
   if (!v) return NULL;
-  extent_t *e = slot_extents(slot) + v;
+  extent_t *e = (extent_t *)((uintptr_t)slot + v);
   if (e->kind == MM_EXTENT_UNUSED || a < e->node.start ||
       a >= e->node.start + (e->node.npages << MM_PAGE_SHIFT))
     return NULL;
@@ -104,12 +104,13 @@ extent_t *region_extent_at(slot_t *slot, uintptr_t a) {
 
 static void slot_header_init(slot_t *slot, uint32_t heap, uint32_t huge,
                              uintptr_t size) {
+  memset(slot->zero, 0, sizeof(slot->zero));
   slot->heap = heap;
   slot->huge = huge;
   slot->size = size;
   slot->committed = MM_SLOT_META_SIZE;
   slot->desc_free = NULL;
-  slot->desc_top = 1;
+  slot->desc_top = 0;
   slot->desc_used = 0;
   slot->next = NULL;
 }
@@ -136,8 +137,7 @@ slot_t *region_slot_new(uint32_t heap, extent_t **free_out) {
   e->node.start = (uintptr_t)base + MM_SLOT_META_SIZE;
   e->node.npages = MM_SLOT_DATA_PAGES;
   region_map_ends(e);
-  slot_table_set((uintptr_t)base, MM_SLOT_SIZE,
-                 (uint16_t)(MM_SLOT_KIND_HEAP | heap), (uint16_t)(MM_SLOT_KIND_HEAP | heap));
+  slot_table_set((uintptr_t)base, MM_SLOT_SIZE, MM_SLOT_HEAP, MM_SLOT_HEAP);
   *free_out = e;
   return slot;
 }
@@ -216,10 +216,9 @@ extent_t *region_huge_new(uint32_t heap, size_t size, size_t align) {
   e->node.npages = size >> MM_PAGE_SHIFT;
   /* The page map covers the first slot only: enough for free(p), which only
    * ever looks at the block's first datablock. */
-  slot_map(slot)[off >> MM_PAGE_SHIFT] = (uint16_t)(e - slot_extents(slot));
+  slot_map(slot)[off >> MM_PAGE_SHIFT] = (uint32_t)((uintptr_t)e - (uintptr_t)slot);
   if (options.hugepages != 0) os_hugepages((char *)base + off, size, true);
-  slot_table_set((uintptr_t)base, msize, (uint16_t)(MM_SLOT_KIND_HUGE | heap),
-                 (uint16_t)(MM_SLOT_KIND_HUGE_TAIL | heap));
+  slot_table_set((uintptr_t)base, msize, MM_SLOT_HUGE, MM_SLOT_HUGE_TAIL);
   return e;
 }
 
@@ -241,8 +240,7 @@ extent_t *region_huge_resize(extent_t *e, size_t size) {
   uintptr_t old_msize = slot->size;
   uintptr_t new_msize = (off + size + MM_SLOT_SIZE - 1) & ~(MM_SLOT_SIZE - 1);
   size_t old_size = e->node.npages << MM_PAGE_SHIFT;
-  uint16_t head = atomic_load_relaxed(&mm_slot_table[base >> MM_SLOT_SHIFT]);
-  uint16_t tail = (uint16_t)(MM_SLOT_KIND_HUGE_TAIL | (head & MM_SLOT_HEAP_MASK));
+  const uint8_t head = MM_SLOT_HUGE, tail = MM_SLOT_HUGE_TAIL;
   if (new_msize <= old_msize) {
     /* Shrink: keep the mapping, give the tail pages back. */
     if (size < old_size) os_purge((void *)(e->node.start + size), old_size - size);

@@ -13,7 +13,8 @@
  *   MM_SMALL_MAX (0 maps to class 0);
  *   sizes are multiples of 16, strictly increasing;
  *   capacity * size <= npages * MM_PAGE_SIZE;
- *   for every offset o < capacity * size, (o * magic) >> 40 == o / size.
+ *   for every offset o < 2^32: (o * magic mod 2^64) < magic iff size divides
+ *   o (Lemire, Kaser and Kurz's divisibility test; magic = ceil(2^64/size)).
  */
 #include "internal.h"
 
@@ -45,7 +46,7 @@ void size_class_init(void) {
     sc->npages = class_npages(sc->size);
     sc->capacity = (uint32_t)(((size_t)sc->npages << MM_PAGE_SHIFT) / sc->size);
     sc->align = sc->size & (~sc->size + 1);
-    sc->magic = ((uint64_t)1 << 40) / sc->size + 1;
+    sc->magic = UINT64_MAX / sc->size + 1;
   }
   for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++)
     mm_direct_class[k] = (uint8_t)size_class_of_slow(k ? 16 * k : 1);
@@ -85,11 +86,11 @@ bool size_class_is_valid(char *why, size_t why_size) {
       os_format(why, why_size, "class %u: size_class_of is not the smallest fit", c);
       return false;
     }
-    for (uint64_t i = 0; i < sc->capacity; i++) {
+    for (uint64_t i = 0; i <= sc->capacity; i++) {
       uint64_t o = i * sc->size;
-      /* every block start, and the bytes just before and after it */
-      if (((o * sc->magic) >> 40) != i || (o && ((o - 1) * sc->magic) >> 40 != i - 1) ||
-          ((o + 1) * sc->magic) >> 40 != i) {
+      /* every block start passes; the bytes just before and after fail */
+      if (!(o * sc->magic < sc->magic) || (o && (o - 1) * sc->magic < sc->magic) ||
+          (o + 1) * sc->magic < sc->magic) {
         os_format(why, why_size, "class %u: magic wrong at offset %lu", c, (unsigned long)o);
         return false;
       }

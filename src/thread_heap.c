@@ -120,6 +120,7 @@ void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local) {
   memset(&th->full, 0, sizeof(th->full));
   memset(th->out, 0, sizeof(th->out));
   th->local = local;
+  th->tid = mm_thread_id();
   th->slow_calls = 0;
   th->last_beat_ms = os_now_ms();
   th->pages_taken = th->remote_sent = th->remote_received = 0;
@@ -181,8 +182,7 @@ static void remote_push(thread_heap_t *th, thread_heap_t *dest, block_t *b) {
 
 MM_INLINE extent_t *page_of_block(const block_t *b) {
   uintptr_t a = (uintptr_t)b;
-  slot_t *slot = slot_of_address(a);
-  return slot_extents(slot) + slot_map(slot)[(a >> MM_PAGE_SHIFT) & (MM_SLOT_PAGES - 1)];
+  return slot_extent_of(slot_of_address(a), a);
 }
 
 /* used reached 0: keep the page if it is its class's current one (a thread
@@ -194,14 +194,14 @@ void thread_heap_page_empty(thread_heap_t *th, extent_t *page) {
   local_heap_return_page(page);
 }
 
-static void free_local(thread_heap_t *th, extent_t *page, block_t *b, bool was_full) {
+static void free_local(thread_heap_t *th, extent_t *page, block_t *b) {
   b->next = page->local_free;
   page->local_free = b;
-  if (was_full) {
+  if (page_is_full(page)) {
     unsigned c = page->size_class;
     page_queue_remove(&th->full, page);
     page_queue_push_back(&th->queue[c], page);
-    atomic_store_relaxed(&page->xowner, (uintptr_t)th);
+    page_set_full(page, th, false);
     if (th->queue[c].first == page) direct_update(th, c);
   }
   if (--page->used == 0) thread_heap_page_empty(th, page);
@@ -211,13 +211,13 @@ static void free_local(thread_heap_t *th, extent_t *page, block_t *b, bool was_f
  * heap), whoever owns the page. */
 static void free_block(thread_heap_t *th, extent_t *page, block_t *b) {
   for (;;) {
-    uintptr_t owner = atomic_load_relaxed(&page->xowner);
-    if ((owner & ~MM_OWNER_FULL) == (uintptr_t)th) {
-      free_local(th, page, b, owner & MM_OWNER_FULL);
+    thread_heap_t *owner = atomic_load_relaxed(&page->xowner);
+    if (owner == th) {
+      free_local(th, page, b);
       return;
     }
-    if (owner != 0) {
-      remote_push(th, (thread_heap_t *)(owner & ~MM_OWNER_FULL), b);
+    if (owner != NULL) {
+      remote_push(th, owner, b);
       return;
     }
     /* Abandoned: adopt it (or find who did) and look again. */
@@ -290,11 +290,11 @@ static extent_t *new_page(thread_heap_t *th, unsigned c) {
   while ((page = local_heap_adopt_class(th->local, c, th)) != NULL) {
     if (page_refill(page)) return page;
     page_queue_push_front(&th->full, page);
-    atomic_store_relaxed(&page->xowner, (uintptr_t)th | MM_OWNER_FULL);
+    page_set_full(page, th, true);
   }
   page = local_heap_take_page(th->local, c);
   if (page) {
-    atomic_store_relaxed(&page->xowner, (uintptr_t)th);
+    page_set_owner(page, th);
     th->pages_taken++;
   }
   return page;
@@ -316,7 +316,7 @@ static void *alloc_class(thread_heap_t *th, unsigned c) {
     /* No free block and nothing left to carve: off to the full list. */
     page_queue_remove(q, page);
     page_queue_push_front(&th->full, page);
-    atomic_store_relaxed(&page->xowner, (uintptr_t)th | MM_OWNER_FULL);
+    page_set_full(page, th, true);
     page = next;
   }
   page = new_page(th, c);
@@ -390,16 +390,14 @@ static MM_COLD __attribute__((noreturn)) void bad_pointer(const char *call, cons
  * the call and the pointer. */
 extent_t *thread_heap_lookup(const void *p, const char *call) {
   uintptr_t a = (uintptr_t)p;
-  uint16_t te = slot_table_entry(a);
-  if (te == 0)
+  unsigned te = slot_table_entry(a);
+  if (te == MM_SLOT_NONE)
     bad_pointer(call, p, "invalid pointer (not allocated by mmalloc, or already freed)");
-  if ((te & MM_SLOT_KIND_MASK) == MM_SLOT_KIND_HUGE_TAIL)
-    bad_pointer(call, p, "invalid pointer (inside a block)");
+  if (te == MM_SLOT_HUGE_TAIL) bad_pointer(call, p, "invalid pointer (inside a block)");
   slot_t *slot = slot_of_address(a);
   extent_t *e = region_extent_at(slot, a & ~(uintptr_t)(MM_PAGE_SIZE - 1));
   if (!e) {
-    bad_pointer(call, p, (te & MM_SLOT_KIND_MASK) == MM_SLOT_KIND_HUGE
-                             ? "invalid pointer (inside a block)"
+    bad_pointer(call, p, te == MM_SLOT_HUGE ? "invalid pointer (inside a block)"
                              : "invalid pointer (not allocated by mmalloc)");
   }
   switch (e->kind) {
@@ -445,9 +443,9 @@ void thread_heap_free_slow(void *p, const char *call) {
   if (unlikely(!th)) {
     /* No heap for this thread (out of memory): hand the block straight to
      * its owner's inbox, or free it under the home heap's lock. */
-    uintptr_t owner = atomic_load_relaxed(&e->xowner) & ~MM_OWNER_FULL;
+    thread_heap_t *owner = atomic_load_relaxed(&e->xowner);
     if (owner) {
-      remote_batch_t rb = {(thread_heap_t *)owner, b, b, 1};
+      remote_batch_t rb = {owner, b, b, 1};
       remote_flush(&rb);
       return;
     }

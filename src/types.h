@@ -9,9 +9,9 @@
  *                page map and the extent descriptors; its data area holds
  *                nothing but user data.  The slot table maps the high bits of
  *                any address to the slot's owner, so free() knows from the
- *                pointer alone whether the memory is ours and whose it is.
- *   page map     per slot, one uint16 per datablock: the descriptor of the
- *                extent that covers it (exact for every datablock of a page,
+ *                pointer alone whether the memory is ours.
+ *   page map     per slot, one uint32 per datablock: where the descriptor of
+ *                the extent that covers it lies (exact for every datablock of a page,
  *                and for the first and last datablock of other extents).
  *   extent       a run of datablocks inside one slot, described by an
  *                extent_t in the slot's management area.  An extent is FREE
@@ -63,38 +63,47 @@ typedef enum extent_kind_e {
   MM_EXTENT_CACHED,     /* free page block in the local heap's page cache */
 } extent_kind_t;
 
-/* xowner of a page: the owning thread heap's address, with MM_OWNER_FULL set
- * while the page has no free block (it then sits on the heap's full list and
- * the owner's free fast path misses on purpose, to put it back in its queue);
- * 0 while abandoned (its thread exited; the home local heap's lock guards it). */
+/* Page ownership.  A page owned by a thread carries two names of it:
+ * xowner, its thread heap (where remote frees go), and xowner_tid, the
+ * thread's id (its thread pointer, one instruction to read) which the free
+ * fast path compares.  xowner_tid has MM_OWNER_FULL set while the page has no
+ * free block (it then sits on the heap's full list, and the owner's free
+ * fast path misses on purpose, to put it back in its queue).  Both are 0
+ * while the page is abandoned (its thread exited; its home local heap's lock
+ * guards it). */
 #define MM_OWNER_FULL ((uintptr_t)1)
 
-/* The descriptor of an extent: two cache lines, in the slot's management
+/* The descriptor of an extent: three cache lines, in the slot's management
  * area, never next to user data.
  *
  * Who touches what:
- *   line 0, PAGE:   owner thread only (free, local_free, used, reserved);
- *                   xowner: any thread reads (relaxed), written by the owner
- *                   or under the home heap's lock; block_size, capacity,
- *                   magic, size_class: const while the extent is a page.
- *   line 0, FREE/CACHED: flags, freed_at: home heap's lock.
- *   line 1:         node.start, node.npages: const while in use; tree links,
- *                   next/prev: home heap's lock or owner (page queues).
- *   kind:           home heap's lock (or the owner when it turns its page).
+ *   line 0, PAGE:   the owner thread (free, local_free, used, limit);
+ *                   xowner, xowner_tid: any thread reads (relaxed), written by
+ *                   the owner or under the home heap's lock; page_start,
+ *                   magic, block_size: const while the extent is a page.
+ *   line 1:         kind: home heap's lock (or the owner as it turns its
+ *                   page); PAGE reserved, capacity, size_class, idle: owner;
+ *                   FREE/CACHED flags, freed_at: home heap's lock;
+ *                   next/prev: the owner (page queues) or the lock.
+ *   line 2:         node.start, node.npages: const while in use; the tree
+ *                   links: home heap's lock.
  *
- * Page invariant: used == capacity' - |free| - |local_free|, where capacity'
- * = reserved (blocks carved so far); blocks in other threads' outgoing
- * batches or in the owner's inbox are still counted as used.
+ * Page invariant: used + |free| + |local_free| == reserved <= capacity and
+ * limit == reserved * block_size; blocks in other threads' outgoing batches
+ * or in the owner's inbox still count as used.
  */
 typedef struct extent_s {
-  /* line 0: the page fast path */
-  block_t *free;             /* blocks malloc hands out next */
-  block_t *local_free;       /* blocks the owner freed since the last refill */
-  _Atomic(uintptr_t) xowner; /* thread_heap_t* | MM_OWNER_FULL, or 0 */
-  uint64_t magic;            /* 2^40 / block_size + 1: offset -> index */
-  uintptr_t page_start;      /* == node.start, kept on this line for free() */
-  uint32_t used;             /* blocks handed out and not freed back */
+  /* line 0: the page fast paths */
+  block_t *free;                 /* blocks malloc hands out next */
+  block_t *local_free;           /* blocks the owner freed since the last refill */
+  _Atomic(uintptr_t) xowner_tid; /* owner's thread id | MM_OWNER_FULL, or 0 */
+  uintptr_t page_start;          /* == node.start, kept on this line for free() */
+  uint64_t limit;                /* bytes carved so far, from page_start */
+  uint64_t magic;                /* ceil(2^64 / block_size): divisibility test */
+  uint32_t used;                 /* blocks handed out and not freed back */
   uint32_t block_size;
+  _Atomic(struct thread_heap_s *) xowner; /* owning thread heap, or NULL */
+  /* line 1 */
   uint32_t reserved; /* blocks carved so far (lazy extension) */
   uint32_t capacity; /* blocks that fit in the page */
   uint8_t kind;      /* extent_kind_t */
@@ -102,32 +111,38 @@ typedef struct extent_s {
   uint8_t flags;     /* FREE/CACHED: MM_EXTENT_DIRTY, MM_EXTENT_ZERO */
   uint8_t idle;      /* PAGE: heartbeats in a row it was seen empty */
   uint32_t freed_at; /* FREE/CACHED: when it became free, ms */
-  /* line 1 */
-  itree_node_t node; /* node.start, node.npages: the extent, for every kind */
   struct extent_s *next; /* page queue / full list / abandoned / cache */
   struct extent_s *prev;
+  uint64_t reserved_line1[4];
+  /* line 2 */
+  itree_node_t node; /* node.start, node.npages: the extent, for every kind */
+  uint64_t reserved_line2[2];
 } extent_t;
 
 /* extent_t.flags */
 #define MM_EXTENT_DIRTY 1u /* pages touched since the last purge */
 #define MM_EXTENT_ZERO 2u  /* every byte reads as zero (fresh or purged) */
 
-_Static_assert(sizeof(extent_t) == 128, "extent descriptor is two lines");
+_Static_assert(sizeof(extent_t) == 192, "extent descriptor is three lines");
+_Static_assert(offsetof(extent_t, xowner) + sizeof(void *) == 64,
+               "the free fast path reads only line 0");
 
 /* The slot header, at the start of the slot's management area:
  *
  *   slot base (128 MiB aligned)
- *   +0        slot_t                                      1 datablock
- *   +4 KiB    uint16_t page_map[MM_SLOT_PAGES]            64 KiB
- *   +68 KiB   extent_t extents[MM_SLOT_EXTENTS]           1 MiB
+ *   +0        slot_t (its first 64 bytes are always zero)   1 datablock
+ *   +4 KiB    uint32_t page_map[MM_SLOT_PAGES]            128 KiB
+ *   +132 KiB  extent_t extents[MM_SLOT_EXTENTS]           1.5 MiB
  *   +2 MiB    data area ......................................... 126 MiB
  *
- * page_map[i] == k > 0 means extents[k] covers datablock i; extents[0] is a
- * sentinel that is never an extent (its xowner is 0), so the free fast path
- * can follow a 0 entry without a test and still miss.
+ * page_map[i] is the byte offset from the slot base of the extent covering
+ * datablock i, or 0.  An offset of 0 names the slot header's zero prefix,
+ * which reads as an extent with no owner, so the free fast path can follow
+ * any entry without a test and still miss.
  * The management area is committed (made read-write) on reservation; the
  * data area is committed from the bottom up, to `committed`. */
 typedef struct slot_s {
+  uint64_t zero[8];   /* reads as an unowned extent's line 0 */
   uint32_t heap;      /* owning local heap, const */
   uint32_t huge;      /* 1 for a huge block's own mapping, const */
   uintptr_t size;     /* bytes reserved (MM_SLOT_SIZE, or more when huge) */
@@ -139,21 +154,18 @@ typedef struct slot_s {
 } slot_t;
 
 #define MM_SLOT_MAP_OFFSET ((uintptr_t)4096)
-#define MM_SLOT_EXTENTS_OFFSET                                                 \
-  ((MM_SLOT_MAP_OFFSET + MM_SLOT_PAGES * sizeof(uint16_t) + 127) & ~(uintptr_t)127)
+#define MM_SLOT_EXTENTS_OFFSET \
+  ((MM_SLOT_MAP_OFFSET + MM_SLOT_PAGES * sizeof(uint32_t) + 63) & ~(uintptr_t)63)
 _Static_assert(sizeof(slot_t) <= 4096, "slot header fits its datablock");
 _Static_assert(MM_SLOT_EXTENTS_OFFSET + MM_SLOT_EXTENTS * sizeof(extent_t) <=
                    MM_SLOT_META_SIZE,
                "management area fits before the data area");
-_Static_assert(MM_SLOT_EXTENTS < 65535, "page map entries are uint16");
 
-/* Slot table entries: 0 = not mmalloc's; else kind in the top two bits and
- * the owning local heap in the rest. */
-#define MM_SLOT_KIND_HEAP 0x4000u
-#define MM_SLOT_KIND_HUGE 0x8000u
-#define MM_SLOT_KIND_HUGE_TAIL 0xC000u
-#define MM_SLOT_KIND_MASK 0xC000u
-#define MM_SLOT_HEAP_MASK 0x3FFFu
+/* Slot table entries (one byte per slot-sized piece of address space). */
+#define MM_SLOT_NONE 0      /* not mmalloc's */
+#define MM_SLOT_HEAP 1      /* a local heap's slot */
+#define MM_SLOT_HUGE 2      /* first slot of a huge block's mapping */
+#define MM_SLOT_HUGE_TAIL 3 /* the rest of it */
 
 /* A size class: objects of `size` bytes in pages of `npages` datablocks. */
 typedef struct size_class_s {
@@ -161,7 +173,7 @@ typedef struct size_class_s {
   uint32_t npages;
   uint32_t capacity;
   uint32_t align; /* largest power of two dividing size (block alignment) */
-  uint64_t magic; /* 2^40 / size + 1 */
+  uint64_t magic; /* ceil(2^64 / size) */
 } size_class_t;
 
 /* A doubly linked list of pages (extent_t.next/prev). */
@@ -189,10 +201,12 @@ typedef enum thread_heap_state_e {
  *
  * Invariants (owner):
  *   direct[k] is the first page of queue[class of 16k] or &mm_page_empty;
- *   every page in queue[c] has class c and xowner == this heap;
- *   every page on `full` has xowner == this heap | MM_OWNER_FULL. */
+ *   every page in queue[c] has class c, xowner == this heap, xowner_tid ==
+ *   tid; every page on `full` has xowner == this heap and xowner_tid ==
+ *   tid | MM_OWNER_FULL. */
 typedef struct thread_heap_s {
   extent_t *direct[MM_DIRECT_SLOTS];
+  uintptr_t tid; /* the owner thread's id (mm_thread_id()) */
   page_queue_t queue[MM_CLASSES];
   page_queue_t full;
   _Atomic(block_t *) xinbox; /* any thread pushes a chain; owner takes all */

@@ -1,6 +1,6 @@
 /* test_size_class.c — size-class math: every size maps to the smallest
- * class that holds it, the direct table agrees, the magic reciprocal gives
- * exact block indices, aligned classes are aligned.  Not a benchmark. */
+ * class that holds it, the direct table agrees, the divisibility test the
+ * free fast path uses is exact, aligned classes are aligned.  Not a benchmark. */
 #include <stdint.h>
 
 #include "check.h"
@@ -52,18 +52,19 @@ int main(void) {
   }
   CHECK("pages hold >= 8 blocks and waste <= 1/32", bad_page == 0);
 
-  /* The reciprocal: exact for every offset inside a page, not only at
-   * block starts (the free fast path rejects interior pointers with it). */
+  /* The divisibility test: exact for every offset inside a page, not only
+   * at block starts (the free fast path rejects interior pointers with it),
+   * and for offsets far beyond (a stale or wild pointer). */
   int bad_magic = 0;
   for (unsigned c = 0; c < MM_CLASSES; c++) {
     const size_class_t *sc = &mm_size_classes[c];
-    uint64_t bytes = (uint64_t)sc->capacity * sc->size;
-    for (uint64_t off = 0; off < bytes; off += (c < 8 ? 1 : 7)) {
-      uint64_t idx = (off * sc->magic) >> 40;
-      if (idx != off / sc->size || (idx * sc->size == off) != (off % sc->size == 0)) bad_magic++;
-    }
+    uint64_t bytes = (uint64_t)sc->npages << MM_PAGE_SHIFT;
+    for (uint64_t off = 0; off < bytes; off++)
+      if ((off * sc->magic < sc->magic) != (off % sc->size == 0)) bad_magic++;
+    for (uint64_t off = bytes; off < ((uint64_t)1 << 32); off += 65537 + c)
+      if ((off * sc->magic < sc->magic) != (off % sc->size == 0)) bad_magic++;
   }
-  CHECK("magic reciprocal exact at every offset", bad_magic == 0);
+  CHECK("divisibility test exact at every offset", bad_magic == 0);
 
   /* Aligned classes: blocks aligned (size multiple of the alignment). */
   int bad_aligned = 0;
@@ -80,7 +81,7 @@ int main(void) {
   /* The checker catches a broken table. */
   uint64_t saved = mm_size_classes[5].magic;
   mm_size_classes[5].magic = saved - 2;
-  CHECK("checker rejects a wrong reciprocal", !size_class_is_valid(why, sizeof(why)));
+  CHECK("checker rejects a wrong divisibility constant", !size_class_is_valid(why, sizeof(why)));
   mm_size_classes[5].magic = saved;
   uint32_t saved_cap = mm_size_classes[3].capacity;
   mm_size_classes[3].capacity = saved_cap + 100000;
