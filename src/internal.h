@@ -248,7 +248,7 @@ MM_INLINE void thread_heap_free_fast(void *p, const char *call) {
       uint64_t off = a - page->page_start;
       block_t *b = p;
       uintptr_t canary = a ^ mm_canary_key;
-      if (likely(off < page->limit && off * page->magic < page->magic &&
+      if (likely(off < atomic_load_relaxed(&page->xlimit) && off * page->magic < page->magic &&
                  b->canary != canary)) { /* ...not already free */
         b->next = page->local_free;
         b->canary = canary;

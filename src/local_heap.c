@@ -345,11 +345,12 @@ extent_t *local_heap_take_page(local_heap_t *h, unsigned cls) {
 
 /* Take an abandoned page of class cls, if any, for th. */
 extent_t *local_heap_adopt_class(local_heap_t *h, unsigned cls, thread_heap_t *th) {
-  if (!h->abandoned[cls].first) return NULL; /* racy peek; rechecked below */
+  if (atomic_load_relaxed(&h->xabandoned) == 0) return NULL; /* rechecked below */
   heap_lock(h);
   extent_t *page = h->abandoned[cls].first;
   if (page) {
     page_queue_remove(&h->abandoned[cls], page);
+    atomic_store_relaxed(&h->xabandoned, atomic_load_relaxed(&h->xabandoned) - 1);
     page_set_owner(page, th);
   }
   heap_unlock(h);
@@ -364,6 +365,7 @@ bool local_heap_adopt_page(extent_t *page, thread_heap_t *th) {
   heap_lock(h);
   if (page->kind == MM_EXTENT_PAGE && atomic_load_relaxed(&page->xowner) == NULL) {
     page_queue_remove(&h->abandoned[page->size_class], page);
+    atomic_store_relaxed(&h->xabandoned, atomic_load_relaxed(&h->xabandoned) - 1);
     page_set_owner(page, th);
     ok = true;
   }
@@ -378,6 +380,7 @@ void local_heap_abandon_page(extent_t *page) {
   page_set_owner(page, NULL);
   page->next = page->prev = NULL;
   page_queue_push_front(&h->abandoned[page->size_class], page);
+  atomic_store_relaxed(&h->xabandoned, atomic_load_relaxed(&h->xabandoned) + 1);
   heap_unlock(h);
 }
 
@@ -642,6 +645,7 @@ thread_heap_t *local_heap_thread_heap_new(local_heap_t *h) {
   thread_heap_t *th = h->dead;
   if (th) {
     h->dead = th->next_dead;
+    atomic_store_relaxed(&h->xdead, atomic_load_relaxed(&h->xdead) - 1);
     th->next_dead = NULL;
   } else {
     size_t size = (sizeof(thread_heap_t) + MM_CACHE_LINE - 1) & ~(size_t)(MM_CACHE_LINE - 1);
@@ -678,6 +682,7 @@ void local_heap_thread_heap_dead(thread_heap_t *th) {
   th->state = MM_THREAD_DEAD;
   th->next_dead = h->dead;
   h->dead = th;
+  atomic_store_relaxed(&h->xdead, atomic_load_relaxed(&h->xdead) + 1);
   heap_unlock(h);
 }
 
@@ -685,7 +690,7 @@ void local_heap_thread_heap_dead(thread_heap_t *th) {
  * that had not seen the owner exit), as one chain for a live thread to free. */
 block_t *local_heap_take_dead_inboxes(local_heap_t *h) {
   block_t *all = NULL;
-  if (!h->dead) return NULL; /* racy peek: the next sweep sees the rest */
+  if (atomic_load_relaxed(&h->xdead) == 0) return NULL; /* the next sweep sees the rest */
   heap_lock(h);
   for (thread_heap_t *th = h->dead; th; th = th->next_dead) {
     if (!atomic_load_relaxed(&th->xinbox)) continue;

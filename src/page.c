@@ -16,7 +16,7 @@
  *   free and local_free are disjoint lists of distinct carved blocks of the
  *   page, each at a block boundary, each carrying its canary;
  *   used + |free| + |local_free| == reserved <= capacity;
- *   limit == reserved * block_size.
+ *   xlimit == reserved * block_size.
  */
 #include <string.h>
 
@@ -34,7 +34,7 @@ void page_init(extent_t *page, unsigned cls) {
   page->local_free = NULL;
   page->used = 0;
   page->reserved = 0;
-  page->limit = 0;
+  atomic_store_relaxed(&page->xlimit, 0);
   page->block_size = sc->size;
   page->capacity = sc->capacity;
   page->magic = sc->magic;
@@ -61,7 +61,7 @@ static void page_extend(extent_t *page) {
   b->canary = (uintptr_t)b ^ mm_canary_key;
   page->free = (block_t *)first;
   page->reserved += n;
-  page->limit = (uint64_t)page->reserved * size;
+  atomic_store_relaxed(&page->xlimit, (uint64_t)page->reserved * size);
 }
 
 /* Give an empty free list new blocks: first those the owner freed, then
@@ -126,7 +126,7 @@ bool page_is_valid(const extent_t *page, char *why, size_t why_size) {
   if (page->page_start != page->node.start ||
       (size_t)page->capacity * page->block_size > (page->node.npages << MM_PAGE_SHIFT) ||
       page->reserved > page->capacity ||
-      page->limit != (uint64_t)page->reserved * page->block_size) {
+      atomic_load_relaxed(&page->xlimit) != (uint64_t)page->reserved * page->block_size) {
     os_format(why, why_size, "page %p: geometry inconsistent", (void *)page->page_start);
     return false;
   }

@@ -407,7 +407,7 @@ extent_t *thread_heap_lookup(const void *p, const char *call) {
   case MM_EXTENT_PAGE: {
     uintptr_t off = a - e->page_start;
     if (off % e->block_size) bad_pointer(call, p, "invalid pointer (inside a block)");
-    if (off / e->block_size >= e->reserved)
+    if (off >= atomic_load_relaxed(&e->xlimit)) /* any thread may ask */
       bad_pointer(call, p, "invalid pointer (never allocated)");
     return e;
   }

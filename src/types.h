@@ -77,7 +77,8 @@ typedef enum extent_kind_e {
  * area, never next to user data.
  *
  * Who touches what:
- *   line 0, PAGE:   the owner thread (free, local_free, used, limit);
+ *   line 0, PAGE:   the owner thread (free, local_free, used); xlimit:
+ *                   written by the owner, read by any thread (relaxed);
  *                   xowner, xowner_tid: any thread reads (relaxed), written by
  *                   the owner or under the home heap's lock; page_start,
  *                   magic, block_size: const while the extent is a page.
@@ -89,7 +90,7 @@ typedef enum extent_kind_e {
  *                   links: home heap's lock.
  *
  * Page invariant: used + |free| + |local_free| == reserved <= capacity and
- * limit == reserved * block_size; blocks in other threads' outgoing batches
+ * xlimit == reserved * block_size; blocks in other threads' outgoing batches
  * or in the owner's inbox still count as used.
  */
 typedef struct extent_s {
@@ -98,7 +99,7 @@ typedef struct extent_s {
   block_t *local_free;           /* blocks the owner freed since the last refill */
   _Atomic(uintptr_t) xowner_tid; /* owner's thread id | MM_OWNER_FULL, or 0 */
   uintptr_t page_start;          /* == node.start, kept on this line for free() */
-  uint64_t limit;                /* bytes carved so far, from page_start */
+  _Atomic(uint64_t) xlimit;      /* bytes carved so far, from page_start */
   uint64_t magic;                /* ceil(2^64 / block_size): divisibility test */
   uint32_t used;                 /* blocks handed out and not freed back */
   uint32_t block_size;
@@ -241,6 +242,10 @@ typedef struct local_heap_s {
   page_queue_t abandoned[MM_CLASSES];   /* pages of exited threads */
   thread_heap_t *threads;               /* every thread heap bound here */
   thread_heap_t *dead;                  /* dead ones, ready for reuse */
+  /* Counts mirrored for lock-free peeks (written under lock, read by any
+   * thread, relaxed: a stale zero only delays the work to the next look). */
+  _Atomic(uint32_t) xabandoned;         /* pages on the abandoned lists */
+  _Atomic(uint32_t) xdead;              /* heaps on the dead list */
   size_t dirty_pages;
   _Atomic(uint64_t) xpurge_at; /* 0, or (1 << 32) | deadline in ms */
   char *meta_next;             /* bump allocator for thread heaps */

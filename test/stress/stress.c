@@ -63,8 +63,12 @@ static uint64_t xorshift(uint64_t *s) {
   return *s = x;
 }
 
+static unsigned char pat_at(uintptr_t addr, size_t size, size_t j) {
+  return (unsigned char)((addr >> 4) * 31u + j * 7u + size);
+}
+
 static unsigned char pat(const unsigned char *p, size_t size, size_t j) {
-  return (unsigned char)(((uintptr_t)p >> 4) * 31u + j * 7u + size);
+  return pat_at((uintptr_t)p, size, j);
 }
 
 static void fill(unsigned char *p, size_t size) {
@@ -171,11 +175,11 @@ static void *worker(void *arg) {
         check(o);
         size_t nsize = pick_size(&s);
         size_t keep = nsize < o->size ? nsize : o->size;
-        unsigned char *old = o->p;
+        uintptr_t old = (uintptr_t)o->p;
         unsigned char *q = A_REALLOC(o->p, nsize);
-        if (!q) fail("realloc returned NULL", old, nsize);
+        if (!q) fail("realloc returned NULL", NULL, nsize);
         for (size_t j = 0; j < keep; j++)
-          if (q[j] != pat(old, o->size, j)) fail("realloc lost bytes", q, nsize);
+          if (q[j] != pat_at(old, o->size, j)) fail("realloc lost bytes", q, nsize);
         o->p = q;
         o->size = nsize;
         fill(q, nsize);
