@@ -214,6 +214,7 @@ void *thread_heap_malloc_slow(thread_heap_t *th, size_t size);
 void *thread_heap_malloc_aligned(size_t size, size_t align, bool zero);
 void thread_heap_free_slow(void *p, const char *call);
 void thread_heap_page_empty(thread_heap_t *th, extent_t *page);
+bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size);
 void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local);
 void thread_heap_abandon(thread_heap_t *th);
 void thread_heap_collect(void);

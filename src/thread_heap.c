@@ -147,6 +147,58 @@ thread_heap_t *thread_heap_current(void) {
   return th;
 }
 
+/* ---- checker ------------------------------------------------------------------ */
+
+/* The invariants of thread_heap_t (types.h) and of every page it owns.
+ * Owner thread only.  O(pages + blocks). */
+bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size) {
+  if (th == &mm_heap_empty) return true;
+  for (unsigned c = 0; c < MM_CLASSES; c++) {
+    const page_queue_t *q = &th->queue[c];
+    extent_t *want = q->first ? q->first : &mm_page_empty;
+    for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++)
+      if (mm_direct_class[k] == c && th->direct[k] != want) {
+        os_format(why, why_size, "thread heap %p: direct[%u] is not the head of queue %u",
+                  (void *)th, k, c);
+        return false;
+      }
+    extent_t *prev = NULL;
+    for (extent_t *p = q->first; p; prev = p, p = p->next) {
+      if (p->prev != prev || p->size_class != c || atomic_load_relaxed(&p->xowner) != th ||
+          atomic_load_relaxed(&p->xowner_tid) != th->tid) {
+        os_format(why, why_size, "thread heap %p: queue %u holds page %p that is not its own",
+                  (void *)th, c, (void *)p->page_start);
+        return false;
+      }
+      if (!page_is_valid(p, why, why_size)) return false;
+    }
+    if (q->last != prev) {
+      os_format(why, why_size, "thread heap %p: queue %u has a wrong tail", (void *)th, c);
+      return false;
+    }
+  }
+  for (extent_t *p = th->full.first; p; p = p->next) {
+    if (atomic_load_relaxed(&p->xowner) != th ||
+        atomic_load_relaxed(&p->xowner_tid) != (th->tid | MM_OWNER_FULL)) {
+      os_format(why, why_size, "thread heap %p: full page %p not marked full", (void *)th,
+                (void *)p->page_start);
+      return false;
+    }
+    if (!page_is_valid(p, why, why_size)) return false;
+  }
+  return true;
+}
+
+#if MM_DEBUG >= 3
+static void thread_heap_check(thread_heap_t *th) {
+  char why[200] = "";
+  if (!thread_heap_is_valid(th, why, sizeof(why)))
+    os_fatal("mmalloc: internal error: %s\n", why);
+}
+#else
+static inline void thread_heap_check(thread_heap_t *th) { (void)th; }
+#endif
+
 /* ---- remote frees -------------------------------------------------------------- */
 
 static void remote_flush(remote_batch_t *rb) {
@@ -302,15 +354,16 @@ static extent_t *new_page(thread_heap_t *th, unsigned c) {
 
 static void *alloc_class(thread_heap_t *th, unsigned c) {
   page_queue_t *q = &th->queue[c];
-  extent_t *page = q->first;
+  extent_t *head = q->first;
+  extent_t *page = head;
   while (page) {
     extent_t *next = page->next;
     if (page_refill(page)) {
       if (page != q->first) {
         page_queue_remove(q, page);
         page_queue_push_front(q, page);
-        direct_update(th, c);
       }
+      if (page != head) direct_update(th, c); /* direct[] names the head */
       return page_pop(page);
     }
     /* No free block and nothing left to carve: off to the full list. */
@@ -353,8 +406,11 @@ void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
     unsigned c = size_class_of(size);
     extent_t *page = th->queue[c].first;
     if (page && page->free) return page_pop(page); /* medium sizes */
+    thread_heap_check(th);
     thread_heap_beat(th);
-    return alloc_class(th, c);
+    void *p = alloc_class(th, c);
+    thread_heap_check(th);
+    return p;
   }
   thread_heap_beat(th);
   return alloc_big(th, size, 0, false, false);
@@ -453,6 +509,7 @@ void thread_heap_free_slow(void *p, const char *call) {
   }
   free_block(th, e, b);
   if (++th->slow_calls % 64 == 0) thread_heap_beat(th);
+  thread_heap_check(th);
 }
 
 /* ---- usable size, realloc ------------------------------------------------------------- */
