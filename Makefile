@@ -36,7 +36,7 @@ test-tsan:
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L 'sanitize'
 
 bench: all
-	python3 bench/run.py $(if $(FULL),--full,)
+	python3 bench/run.py --build-dir $(BUILD) $(if $(FULL),--full,) $(BENCH_ARGS)
 
 install: all
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)

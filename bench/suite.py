@@ -1,0 +1,117 @@
+"""The benchmark suite: which workloads exist, with which arguments, per mode.
+
+Owns the table that run.py (the harness) and tests/smoke.py (the ctest smoke
+tests) share: every workload's binary, a one-line summary, and its arguments
+in each mode:
+
+  tiny   the smoke tests: a fraction of a second on one core, still enough
+         objects to cross page and size-class boundaries;
+  quick  `make bench`: about half a second per run on two cores;
+  full   `make bench FULL=1`: several seconds per run, bigger heaps.
+
+The thread count is not in the arguments: the harness adds threads=T.
+Everything here is plain data; no side effects on import.
+"""
+
+# Thread counts: 1 and 2 are real parallelism on the 2-core reference
+# machine; 8, 32 and 128 oversubscribe it, which is how a small machine asks
+# the many-core question (what happens when threads outnumber cores).
+THREADS_FULL = [1, 2, 8, 32, 128]
+THREADS_QUICK = [1, 2, 32]
+REPS_FULL = 5
+REPS_QUICK = 3
+
+# The real program: bwa mem is run with these thread counts in every mode
+# (the issue asks for 2 and 8), whatever --threads says, unless --threads
+# names a subset of them.
+BWA_THREADS = [2, 8]
+
+WORKLOADS = {
+    # name: (summary, {mode: args})
+    "recycle": (
+        "Streamflow Recycle: per-thread malloc/free bursts, no sharing",
+        {"tiny": "calls=200000 rate=100",
+         "quick": "calls=16000000",
+         "full": "calls=64000000"}),
+    "larson": (
+        "Larson server model: random slot replacement by generations of threads",
+        {"tiny": "slots=2000 ops=200000 rounds=3",
+         "quick": "slots=8000 ops=4000000 rounds=4",
+         "full": "slots=20000 ops=20000000 rounds=8"}),
+    "consume": (
+        "Streamflow Consume: one producer, C consumers, every free remote",
+        {"tiny": "objects=100000 batch=128",
+         "quick": "objects=1500000",
+         "full": "objects=8000000"}),
+    "xfree": (
+        "allocate-only threads and free-only threads (64 B)",
+        {"tiny": "objects=200000",
+         "quick": "objects=2000000",
+         "full": "objects=16000000"}),
+    "threadtest": (
+        "Hoard threadtest: per-thread FIFO batches of 64 B objects",
+        {"tiny": "iterations=10 objects=20000",
+         "quick": "iterations=150 objects=100000",
+         "full": "iterations=500 objects=200000"}),
+    "cache-scratch": (
+        "Hoard cache-scratch: passive false sharing",
+        {"tiny": "iterations=20000 repetitions=20",
+         "quick": "iterations=400000 repetitions=200",
+         "full": "iterations=2000000 repetitions=200"}),
+    "cache-thrash": (
+        "Hoard cache-thrash: active false sharing",
+        {"tiny": "iterations=20000 repetitions=20",
+         "quick": "iterations=400000 repetitions=200",
+         "full": "iterations=2000000 repetitions=200"}),
+    "knary": (
+        "k-ary tree built, walked and freed by work-stealing threads",
+        {"tiny": "k=4 depth=7 spawn=3",
+         "quick": "k=4 depth=10 spawn=4",
+         "full": "k=4 depth=11 spawn=5"}),
+    "barnes": (
+        "Barnes-Hut n-body, octree rebuilt every step",
+        {"tiny": "bodies=2000 steps=2",
+         "quick": "bodies=10000 steps=4",
+         "full": "bodies=40000 steps=8"}),
+    "mesh": (
+        "parallel Delaunay refinement, split-edge messages between neighbours",
+        {"tiny": "triangles=40000 seeds=200",
+         "quick": "triangles=600000",
+         "full": "triangles=4000000"}),
+    "align": (
+        "BWA-MEM's allocation pattern: batches, fresh workers, realloc'ed vectors",
+        {"tiny": "reads=600 batch=200 reflen=200000",
+         "quick": "reads=10000 batch=2500",
+         "full": "reads=60000 batch=10000 reflen=2000000"}),
+    "pipeline": (
+        "dedup-like pipeline with zlib: frees at every stage boundary",
+        {"tiny": "mb=2",
+         "quick": "mb=24",
+         "full": "mb=128"}),
+    "realloc-grow": (
+        "vectors grown by doubling realloc from 16 B to 64 MiB",
+        {"tiny": "vectors=4 max=1048576",
+         "quick": "vectors=12",
+         "full": "vectors=64"}),
+}
+
+# bwa mem on a synthetic genome (bench/bwa_data.py makes and caches it).
+BWA = {
+    "summary": "the real program: bwa mem on a synthetic genome, reads from dwgsim",
+    "tiny": {"genome_bp": 300_000, "pairs": 2_000},
+    "quick": {"genome_bp": 2_000_000, "pairs": 10_000},
+    "full": {"genome_bp": 10_000_000, "pairs": 100_000},
+}
+
+# Sizes of the callgrind fast-path micro-benchmark, and batches counted.
+FASTPATH_SIZES = [16, 64, 256, 4096]
+FASTPATH_BATCHES = {"tiny": 200, "quick": 4000, "full": 20000}
+
+
+def args_for(name, mode):
+    """The workload's argument list for a mode (without threads=)."""
+    return WORKLOADS[name][1][mode].split()
+
+
+def all_names():
+    return list(WORKLOADS) + ["bwa"]

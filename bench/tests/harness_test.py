@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Test of the harness, bench/run.py (ctest label "bench"; not a benchmark).
+
+Runs run.py in tiny mode on two workloads (recycle, xfree), two real
+allocators (glibc and the first peer found) and the deliberately broken
+allocator, two thread counts, two repetitions, into a temporary directory;
+then checks that results.csv, environment.txt, report.md (and the plots
+when matplotlib is installed) exist and agree with each other:
+  - one CSV row per run, none dropped, the broken allocator's runs recorded
+    as failed with their exit status, and listed in the report;
+  - the real allocators' runs ok, with one checksum per (workload, threads);
+  - the allocators alternate: each repetition starts with another one;
+  - the report's median for each cell is the median of the CSV's times;
+  - the per-run timeout kills a child and says so.
+Prints a 'N passed, N failed' line; exit status 0 when all pass.
+"""
+
+import argparse
+import csv
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+sys.path.insert(0, BENCH)
+
+import run as harness  # noqa: E402
+import report  # noqa: E402
+from smoke import Checks, second_allocator  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--keep", action="store_true", help="keep the output directory")
+    a = ap.parse_args()
+    c = Checks()
+    out = tempfile.mkdtemp(prefix="mm-bench-harness-")
+    peer, _ = second_allocator()
+    allocs = ["glibc"] + ([peer] if peer else [])
+    broken = os.path.join(a.build_dir, "bench", "libbroken_alloc.so")
+    cmd = [sys.executable, os.path.join(BENCH, "run.py"), "--tiny", "--build-dir", a.build_dir,
+           "--out", out, "--workloads", "recycle,xfree", "--allocs", ",".join(allocs),
+           "--alloc", "broken=" + broken, "--threads", "1,2", "--reps", "2", "--no-install"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        c.check("run.py exits 0", r.returncode == 0, r.stderr[-500:])
+        c.check("a progress line per run on stderr",
+                r.stderr.count(" rep ") == 2 * 2 * 2 * (len(allocs) + 1), r.stderr[-300:])
+        for f in ("results.csv", "environment.txt", "report.md"):
+            c.check("%s written" % f, os.path.exists(os.path.join(out, f)))
+        if not os.path.exists(os.path.join(out, "results.csv")):
+            raise SystemExit(1)
+        with open(os.path.join(out, "results.csv")) as f:
+            rows = list(csv.DictReader(f))
+        n_alloc = len(allocs) + 1
+        c.check("one CSV row per run", len(rows) == 2 * 2 * 2 * n_alloc, "%d rows" % len(rows))
+        real = [x for x in rows if x["allocator"] != "broken"]
+        bad = [x for x in rows if x["allocator"] == "broken"]
+        c.check("real allocators' runs are ok", all(x["status"] == "ok" for x in real),
+                str([(x["workload"], x["allocator"], x["status"], x["detail"]) for x in real
+                     if x["status"] != "ok"]))
+        c.check("the broken allocator's runs are recorded as failed, with exit status",
+                len(bad) == 8 and all(x["status"] != "ok" and (x["exit_code"] or x["signal"])
+                                      for x in bad),
+                str([(x["status"], x["exit_code"], x["signal"]) for x in bad]))
+        for w in ("recycle", "xfree"):
+            for t in ("1", "2"):
+                sums = {x["checksum"] for x in real if x["workload"] == w and x["threads"] == t}
+                c.check("%s T=%s: one checksum across allocators and repetitions" % (w, t),
+                        len(sums) == 1 and all(x["checksum_ok"] == "yes" for x in real
+                                               if x["workload"] == w and x["threads"] == t),
+                        str(sums))
+        c.check("rusage recorded", all(float(x["wall_s"]) > 0 and int(x["maxrss_kb"]) > 0 and
+                                       int(x["minflt"]) > 0 for x in real))
+        firsts = {(x["workload"], x["threads"], x["rep"]): x["allocator"] for x in rows
+                  if x["order"] == "1"}
+        c.check("allocators alternate between repetitions",
+                all(firsts[(w, t, "1")] != firsts[(w, t, "2")] for w in ("recycle", "xfree")
+                    for t in ("1", "2")), str(firsts))
+        with open(os.path.join(out, "report.md")) as f:
+            md = f.read()
+        with open(os.path.join(out, "environment.txt")) as f:
+            env = f.read()
+        for needle in ("## Summary", "## Losses, stated plainly", "## Failed runs",
+                       "### recycle", "### xfree", "## Fast path"):
+            c.check("report has %r" % needle, needle in md)
+        for al in allocs + ["broken"]:
+            c.check("report names %s" % al, "| %s |" % al in md)
+        c.check("report lists the broken runs as failures",
+                md.count("| broken | ") >= 8 + 2 * 2 and "**FAILED**" in md)
+        for w in ("recycle", "xfree"):
+            for t in ("1", "2"):
+                for al in allocs:
+                    ts = [float(x["seconds"]) for x in real
+                          if x["workload"] == w and x["threads"] == t and x["allocator"] == al]
+                    med = report.fmt_s(statistics.median(ts))
+                    sec = md.split("### %s" % w)[1].split("###")[0]
+                    line = next((l for l in sec.splitlines() if l.startswith("| %s |" % al)),
+                                "")
+                    col = line.split("|")[1 + int(t)] if line else ""
+                    c.check("report median of %s %s T=%s equals the CSV's" % (w, al, t),
+                            col.strip().startswith(med + " "), "%r vs %s" % (col, med))
+        for needle in ("commit:", "cpu:", "kernel:", "glibc:", "compiler:", "allocators:"):
+            c.check("environment.txt has %r" % needle, needle in env)
+        try:
+            import matplotlib  # noqa: F401
+            for png in ("time_vs_threads.png", "rss.png", "heatmap.png"):
+                p = os.path.join(out, png)
+                ok = os.path.exists(p) and open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+                c.check("%s is a PNG" % png, ok)
+        except ImportError:
+            print("SKIP: plots (matplotlib not installed)")
+        if shutil.which("valgrind"):
+            c.check("fast-path table measured", os.path.exists(os.path.join(out, "fastpath.csv"))
+                    and "| glibc | " in md.split("## Fast path")[1].split("##")[0])
+        t = harness.run_child(["sleep", "5"], dict(os.environ), 0.5)
+        c.check("a run over its timeout is killed and recorded as timeout",
+                t["status"] == "timeout" and t["wall_s"] < 4, str(t.get("status")))
+        t = harness.run_child(["sh", "-c", "kill -SEGV $$"], dict(os.environ), 10)
+        c.check("a crash is recorded with its signal",
+                t["status"] == "crash" and t["signal"] == "SIGSEGV", str(t.get("signal")))
+    finally:
+        if a.keep:
+            print("output kept in %s" % out)
+        else:
+            shutil.rmtree(out, ignore_errors=True)
+    print("%d passed, %d failed" % (c.passed, c.failed))
+    return 1 if c.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
