@@ -8,13 +8,18 @@ PREFIX ?= /usr/local
 CMAKE  ?= cmake
 BUILD  ?= build
 
-.PHONY: all test test-release test-debug test-asan test-tsan bench install clean
+.PHONY: all deps test test-release test-debug test-asan test-tsan bench install clean
 
 all:
 	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
-test: test-release test-debug test-asan test-tsan
+# What the tests and benchmarks need (apt/pip; a no-op once installed).
+deps:
+	@tools/install-deps.sh
+
+test: deps
+	$(MAKE) test-release test-debug test-asan test-tsan
 
 test-release: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -35,7 +40,7 @@ test-tsan:
 	$(CMAKE) --build build-tsan -j $(JOBS)
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L 'sanitize'
 
-bench: all
+bench: deps all
 	python3 bench/run.py --build-dir $(BUILD) $(if $(FULL),--full,) $(BENCH_ARGS)
 
 install: all
