@@ -156,13 +156,21 @@ bool os_remap_to(void *old, size_t old_size, void *to, size_t new_size) {
 
 static struct timespec os_epoch;
 
-void os_init(void) { clock_gettime(CLOCK_MONOTONIC, &os_epoch); }
+/* The coarse clock (a jiffy of resolution, a few ns to read) is plenty for
+ * purge delays and heartbeats. */
+#ifdef CLOCK_MONOTONIC_COARSE
+#define MM_CLOCK CLOCK_MONOTONIC_COARSE
+#else
+#define MM_CLOCK CLOCK_MONOTONIC
+#endif
+
+void os_init(void) { clock_gettime(MM_CLOCK, &os_epoch); }
 
 /* Milliseconds since os_init, wrapping after 49 days (compare with
  * time_reached()). */
 uint32_t os_now_ms(void) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(MM_CLOCK, &t);
   int64_t ms = (int64_t)(t.tv_sec - os_epoch.tv_sec) * 1000 +
                (t.tv_nsec - os_epoch.tv_nsec) / 1000000;
   return (uint32_t)ms;

@@ -461,8 +461,8 @@ extent_t *thread_heap_lookup(const void *p, const char *call) {
     if (a != e->node.start) bad_pointer(call, p, "invalid pointer (inside a block)");
     return e;
   case MM_EXTENT_PAGE: {
-    uintptr_t off = a - e->page_start;
-    if (off % e->block_size) bad_pointer(call, p, "invalid pointer (inside a block)");
+    uint64_t off = a - e->page_start;
+    if (off * e->magic >= e->magic) bad_pointer(call, p, "invalid pointer (inside a block)");
     if (off >= atomic_load_relaxed(&e->xlimit)) /* any thread may ask */
       bad_pointer(call, p, "invalid pointer (never allocated)");
     return e;
@@ -483,7 +483,31 @@ static MM_COLD __attribute__((noreturn)) void double_free(const char *call, cons
 
 /* ---- free ------------------------------------------------------------------------------ */
 
+/* The remote free: a block of a page another live thread owns.  The same
+ * checks as the owner's fast path (block boundary of the carved part, not
+ * already free), then into the batch for the owner.  False when anything
+ * is unusual; the general path then sorts it out. */
+MM_INLINE bool free_remote_fast(thread_heap_t *th, void *p) {
+  uintptr_t a = (uintptr_t)p;
+  if (slot_table_entry(a) != MM_SLOT_HEAP || th == &mm_heap_empty) return false;
+  extent_t *page = slot_extent_of(slot_of_address(a), a);
+  thread_heap_t *owner = atomic_load_relaxed(&page->xowner);
+  uint64_t off = a - page->page_start;
+  if (!owner || owner == th || off >= atomic_load_relaxed(&page->xlimit) ||
+      off * page->magic >= page->magic)
+    return false;
+  block_t *b = p;
+  uintptr_t canary = a ^ mm_canary_key;
+  if (b->canary == canary) return false;
+  b->canary = canary;
+  remote_push(th, owner, b);
+  if (unlikely(++th->slow_calls % 64 == 0)) thread_heap_beat(th);
+  return true;
+}
+
 void thread_heap_free_slow(void *p, const char *call) {
+  thread_heap_t *th = mm_thread_heap;
+  if (likely(free_remote_fast(th, p))) return;
   if (!p) return;
   extent_t *e = thread_heap_lookup(p, call);
   if (e->kind == MM_EXTENT_LARGE) {
@@ -495,7 +519,7 @@ void thread_heap_free_slow(void *p, const char *call) {
   uintptr_t canary = (uintptr_t)p ^ mm_canary_key;
   if (b->canary == canary) double_free(call, p);
   b->canary = canary;
-  thread_heap_t *th = thread_heap_current();
+  th = thread_heap_current();
   if (unlikely(!th)) {
     /* No heap for this thread (out of memory): hand the block straight to
      * its owner's inbox, or free it under the home heap's lock. */
