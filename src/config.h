@@ -79,6 +79,10 @@
  * Free page blocks kept per local heap, by size, before they go back into the
  * tree (recycled without a tree operation). */
 #define MM_PAGE_CACHE_MAX 16
+/* Freed huge mappings kept per local heap for reuse (until the purge delay):
+ * a program that frees a 60 MiB buffer and allocates another reuses its
+ * resident pages instead of faulting in fresh ones. */
+#define MM_HUGE_CACHE_MAX 4
 /* Default purge delay: free memory idle this long is returned to the OS. */
 #define MM_PURGE_DELAY_MS_DEFAULT 100
 /* Slow paths check the clock at most this often (in slow-path calls). */

@@ -130,7 +130,7 @@ void region_slot_release(slot_t *slot);
 bool region_commit_to(slot_t *slot, uintptr_t end);
 extent_t *region_huge_new(uint32_t heap, size_t size, size_t align);
 void region_huge_free(extent_t *e);
-extent_t *region_huge_resize(extent_t *e, size_t size);
+extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail);
 
 /* ---- size_class.c ------------------------------------------------------------ */
 extern size_class_t mm_size_classes[MM_CLASSES];
@@ -175,7 +175,7 @@ bool local_heap_adopt_page(extent_t *page, thread_heap_t *th);
 void local_heap_return_page(extent_t *page);
 void local_heap_abandon_page(extent_t *page);
 void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero, bool room);
-void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align);
+void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero);
 void local_heap_free_huge(extent_t *e);
 extent_t *local_heap_resize_huge(extent_t *e, size_t size);
 void local_heap_free_large(extent_t *e);

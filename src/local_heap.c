@@ -515,15 +515,71 @@ bool local_heap_resize_large(extent_t *e, size_t size) {
 }
 
 /* Huge blocks: their own mappings, counted here. */
-void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align) {
-  extent_t *e = region_huge_new(h->index, size, align);
+/* A cached huge mapping that can hold size bytes at this alignment (the
+ * smallest such), taken out of the cache; NULL if none.  Lock held. */
+static extent_t *huge_cache_take(local_heap_t *h, size_t size, size_t align) {
+  extent_t *best = NULL;
+  uintptr_t best_room = 0;
+  for (extent_t *c = h->huge_cache.first; c; c = c->next) {
+    slot_t *slot = slot_of_extent(c);
+    uintptr_t room = (uintptr_t)slot + slot->size - c->node.start;
+    if (room >= size && (c->node.start & (align - 1)) == 0 && (!best || room < best_room)) {
+      best = c;
+      best_room = room;
+    }
+  }
+  if (best) {
+    page_queue_remove(&h->huge_cache, best);
+    h->huge_cache_count--;
+  }
+  return best;
+}
+
+/* Unmap a cached huge mapping.  Lock held. */
+static void huge_cache_drop(local_heap_t *h, extent_t *c) {
+  page_queue_remove(&h->huge_cache, c);
+  h->huge_cache_count--;
+  region_huge_free(c);
+}
+
+/* Huge blocks: their own mappings, counted here, reused from the cache of
+ * recently freed ones before a new one is mapped.  zero: the caller needs
+ * zeroed memory (a fresh mapping is; a reused one is purged first). */
+void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero) {
+  if (align < MM_PAGE_SIZE) align = MM_PAGE_SIZE;
+  extent_t *e = NULL;
+  if (atomic_load_relaxed(&h->xhuge_cached)) {
+    heap_lock(h);
+    e = huge_cache_take(h, size, align);
+    atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
+    heap_unlock(h);
+    if (e) {
+      extent_t *r = region_huge_resize(e, size, true);
+      if (!r) {
+        region_huge_free(e);
+      } else {
+        e = r;
+        e->kind = MM_EXTENT_LARGE;
+        if (zero) os_purge((void *)e->node.start, e->node.npages << MM_PAGE_SHIFT);
+      }
+      e = r;
+    }
+  }
+  if (!e) e = region_huge_new(h->index, size, align);
   if (!e && errno == ENOMEM) {
-    /* Out of address space: unmap the slots that stand empty, then retry. */
+    /* Out of address space: unmap the slots that stand empty and the cached
+     * huge mappings, then retry. */
     size_t released = 0;
     for (uint32_t i = 0; i < mm_nheaps; i++) {
-      heap_lock(&mm_heaps[i]);
-      released += heap_release_empty_slots(&mm_heaps[i], 0);
-      heap_unlock(&mm_heaps[i]);
+      local_heap_t *o = &mm_heaps[i];
+      heap_lock(o);
+      released += heap_release_empty_slots(o, 0);
+      while (o->huge_cache.first) {
+        huge_cache_drop(o, o->huge_cache.first);
+        released++;
+      }
+      atomic_store_relaxed(&o->xhuge_cached, 0);
+      heap_unlock(o);
     }
     if (released) e = region_huge_new(h->index, size, align);
   }
@@ -535,19 +591,33 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align) {
   return (void *)e->node.start;
 }
 
+/* A freed huge block goes to its heap's cache (the oldest entry is unmapped
+ * when the cache is full); the purge unmaps entries idle for the delay.
+ * A second free finds it CACHED and is reported. */
 void local_heap_free_huge(extent_t *e) {
   local_heap_t *h = local_heap_of_extent(e);
+  uintptr_t start = e->node.start;
   size_t bytes = e->node.npages << MM_PAGE_SHIFT;
+  uint32_t now = os_now_ms();
   heap_lock(h);
+  if (e->kind != MM_EXTENT_LARGE) {
+    heap_unlock(h);
+    os_fatal("mmalloc: free(): double free of %p\n", (void *)start);
+  }
   h->huge_live_bytes -= bytes;
+  e->kind = MM_EXTENT_CACHED;
+  e->freed_at = now;
+  page_queue_push_front(&h->huge_cache, e);
+  if (++h->huge_cache_count > MM_HUGE_CACHE_MAX) huge_cache_drop(h, h->huge_cache.last);
+  atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
+  heap_schedule_purge(h, now);
   heap_unlock(h);
-  region_huge_free(e);
 }
 
 extent_t *local_heap_resize_huge(extent_t *e, size_t size) {
   local_heap_t *h = local_heap_of_extent(e);
   size_t before = e->node.npages << MM_PAGE_SHIFT;
-  extent_t *ne = region_huge_resize(e, size);
+  extent_t *ne = region_huge_resize(e, size, false);
   if (ne) {
     heap_lock(h);
     h->huge_live_bytes += (ne->node.npages << MM_PAGE_SHIFT) - before;
@@ -605,6 +675,13 @@ void local_heap_purge(local_heap_t *h, bool force) {
     }
     c = prev;
   }
+  for (extent_t *c = h->huge_cache.last; c;) {
+    extent_t *prev = c->prev;
+    if (force || time_reached(w.now, c->freed_at + w.delay)) huge_cache_drop(h, c);
+    else w.dirty_left = true;
+    c = prev;
+  }
+  atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
   interval_tree_foreach(&h->tree, purge_visit, &w);
   h->purges++;
   atomic_store_relaxed(&h->xpurge_at,

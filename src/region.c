@@ -226,9 +226,11 @@ void region_huge_free(extent_t *e) { region_slot_release(slot_of_extent(e)); }
 
 /* Resize a huge block to `size` bytes, in place if the mapping can grow (or
  * shrink) where it is, else by moving its pages (no copy) into a new
- * reservation.  Returns the extent (its start may have moved) or NULL with
- * nothing changed. */
-extent_t *region_huge_resize(extent_t *e, size_t size) {
+ * reservation.  keep_tail: when shrinking, keep the pages past the new end
+ * (a reused mapping that will likely grow again) instead of purging them
+ * and unmapping whole slots behind it.  Returns the extent (its start may
+ * have moved) or NULL with nothing changed. */
+extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
   slot_t *slot = slot_of_extent(e);
   size = (size + MM_PAGE_SIZE - 1) & ~(MM_PAGE_SIZE - 1);
   uintptr_t base = (uintptr_t)slot;
@@ -243,16 +245,18 @@ extent_t *region_huge_resize(extent_t *e, size_t size) {
   const uint8_t head = MM_SLOT_HUGE, tail = MM_SLOT_HUGE_TAIL;
   if (new_msize <= old_msize) {
     /* Shrink: keep the mapping, give the tail pages back. */
-    if (size < old_size) os_purge((void *)(e->node.start + size), old_size - size);
-    if (new_msize < old_msize) {
+    if (size < old_size && !keep_tail)
+      os_purge((void *)(e->node.start + size), old_size - size);
+    if (new_msize < old_msize && !keep_tail) {
       slot_table_set(base + new_msize, old_msize - new_msize, 0, 0);
       os_release((void *)(base + new_msize), old_msize - new_msize);
       slot->size = new_msize;
     }
-    if (size > old_size && !os_commit((void *)(e->node.start + old_size), size - old_size))
+    if (size > old_size && off + size > slot->committed &&
+        !os_commit((void *)(base + slot->committed), off + size - slot->committed))
       return NULL;
     e->node.npages = size >> MM_PAGE_SHIFT;
-    slot->committed = off + size;
+    if (off + size > slot->committed) slot->committed = off + size;
     return e;
   }
   /* Grow in place when the address space behind the mapping is free. */

@@ -390,7 +390,7 @@ static void *alloc_big(thread_heap_t *th, size_t size, size_t align, bool zero, 
     return NULL;
   }
   if (size >= MM_HUGE_MIN || align > MM_SLOT_SIZE / 8)
-    return local_heap_alloc_huge(th->local, size, align); /* zero from the OS */
+    return local_heap_alloc_huge(th->local, size, align, zero);
   return local_heap_alloc_large(th->local, size, align, zero, room);
 }
 

@@ -239,6 +239,8 @@ typedef struct local_heap_s {
   slot_t *slots;
   page_queue_t cache;                   /* CACHED page blocks, newest first */
   uint32_t cache_count;
+  page_queue_t huge_cache;              /* freed huge mappings (CACHED), newest first */
+  uint32_t huge_cache_count;
   page_queue_t abandoned[MM_CLASSES];   /* pages of exited threads */
   thread_heap_t *threads;               /* every thread heap bound here */
   thread_heap_t *dead;                  /* dead ones, ready for reuse */
@@ -246,6 +248,7 @@ typedef struct local_heap_s {
    * thread, relaxed: a stale zero only delays the work to the next look). */
   _Atomic(uint32_t) xabandoned;         /* pages on the abandoned lists */
   _Atomic(uint32_t) xdead;              /* heaps on the dead list */
+  _Atomic(uint32_t) xhuge_cached;       /* entries in huge_cache */
   size_t dirty_pages;
   _Atomic(uint64_t) xpurge_at; /* 0, or (1 << 32) | deadline in ms */
   char *meta_next;             /* bump allocator for thread heaps */
