@@ -54,6 +54,7 @@ typedef struct options_s {
   long hugepages;      /* MMALLOC_HUGEPAGES: 0 never, 1 always, 2 large blocks */
   long purge_delay_ms; /* MMALLOC_PURGE_DELAY_MS: idle time before purging */
   long secure;         /* MMALLOC_SECURE: run-time part of secure mode */
+  long zero_on_free;   /* MMALLOC_ZERO_ON_FREE: freed small blocks are zeroed */
 } options_t;
 extern options_t options;
 void options_init(void);
@@ -68,6 +69,7 @@ void os_release(void *p, size_t size);
 bool os_commit(void *p, size_t size);
 bool os_purge(void *p, size_t size);
 void os_hugepages(void *p, size_t size, bool on);
+bool os_guard(void *p, size_t size, bool on);
 bool os_remap_in_place(void *p, size_t old_size, size_t new_size);
 bool os_remap_to(void *old, size_t old_size, void *to, size_t new_size);
 uint32_t os_now_ms(void);
@@ -106,6 +108,10 @@ MM_INLINE uintptr_t slot_data_start(const slot_t *slot) {
 MM_INLINE uintptr_t extent_end(const extent_t *e) {
   return e->node.start + (e->node.npages << MM_PAGE_SHIFT);
 }
+/* Bytes of a LARGE extent the user may use (all but a guard datablock). */
+MM_INLINE size_t extent_usable(const extent_t *e) {
+  return (e->node.npages - ((e->flags & MM_EXTENT_GUARD) ? 1 : 0)) << MM_PAGE_SHIFT;
+}
 /* Slot table entry of an address (MM_SLOT_NONE for anything not ours,
  * including addresses above MM_ADDRESS_BITS). */
 MM_INLINE unsigned slot_table_entry(uintptr_t a) {
@@ -126,6 +132,7 @@ void region_map_all(extent_t *e);
 void region_map_ends(extent_t *e);
 extent_t *region_extent_at(slot_t *slot, uintptr_t a);
 slot_t *region_slot_new(uint32_t heap, extent_t **free_out);
+size_t region_slot_data_pages(void);
 void region_slot_release(slot_t *slot);
 bool region_commit_to(slot_t *slot, uintptr_t end);
 extent_t *region_huge_new(uint32_t heap, size_t size, size_t align);
@@ -146,23 +153,66 @@ MM_INLINE unsigned size_class_of(size_t n) {
 }
 
 /* ---- page ownership (see MM_OWNER_FULL in types.h) ------------------------- */
+extern bool mm_slow_only;
+MM_INLINE uintptr_t page_owner_tid(const thread_heap_t *th, bool full) {
+  return th->tid | (full ? MM_OWNER_FULL : 0) | (mm_slow_only ? MM_OWNER_SLOW : 0);
+}
 MM_INLINE void page_set_owner(extent_t *page, thread_heap_t *th) {
   atomic_store_relaxed(&page->xowner, th);
-  atomic_store_relaxed(&page->xowner_tid, th ? th->tid : 0);
+  atomic_store_relaxed(&page->xowner_tid, th ? page_owner_tid(th, false) : 0);
 }
 MM_INLINE void page_set_full(extent_t *page, const thread_heap_t *th, bool full) {
-  atomic_store_relaxed(&page->xowner_tid, th->tid | (full ? MM_OWNER_FULL : 0));
+  atomic_store_relaxed(&page->xowner_tid, page_owner_tid(th, full));
 }
 MM_INLINE bool page_is_full(const extent_t *page) {
   return atomic_load_relaxed(&page->xowner_tid) & MM_OWNER_FULL;
 }
 
+/* ---- blocks: the two words a free block carries ------------------------------
+ * The fast paths touch them directly (plain link, canary); every other path
+ * goes through these, which also serve the two modes that switch the fast
+ * paths off (mm_slow_only): secure mode, whose links are stored xor'ed with
+ * a secret and the block's address (mm_list_key, 0 otherwise, so that a
+ * plain link reads the same either way), and valgrind, which must be told
+ * when the allocator itself touches a free block. */
+extern uintptr_t mm_canary_key;
+extern uintptr_t mm_list_key;
+extern bool mm_slow_only;
+
+#if MM_VALGRIND
+void block_vg_open(const block_t *b);
+void block_vg_close(const block_t *b);
+#else
+MM_INLINE void block_vg_open(const block_t *b) { (void)b; }
+MM_INLINE void block_vg_close(const block_t *b) { (void)b; }
+#endif
+
+MM_INLINE uintptr_t block_link_key(const block_t *b) {
+  return mm_list_key ? mm_list_key ^ ((uintptr_t)b >> 12) : 0;
+}
+MM_INLINE block_t *block_next(const block_t *b) {
+  block_vg_open(b);
+  block_t *n = (block_t *)((uintptr_t)b->next ^ block_link_key(b));
+  block_vg_close(b);
+  return n;
+}
+MM_INLINE void block_set_next(block_t *b, block_t *next) {
+  block_vg_open(b);
+  b->next = (block_t *)((uintptr_t)next ^ block_link_key(b));
+  block_vg_close(b);
+}
+MM_INLINE uintptr_t block_canary_of(const block_t *b) {
+  return (uintptr_t)b ^ mm_canary_key;
+}
+
 /* ---- page.c ------------------------------------------------------------------- */
 void page_init(extent_t *page, unsigned cls);
 bool page_refill(extent_t *page);
+void *page_pop_checked(extent_t *page);
+bool block_is_free(const block_t *b);
+void block_on_free(extent_t *page, block_t *b);
 bool page_holds_free_block(const extent_t *page, const block_t *b);
 bool page_is_valid(const extent_t *page, char *why, size_t why_size);
-extern uintptr_t mm_canary_key;
 
 /* ---- local_heap.c -------------------------------------------------------------- */
 extern local_heap_t mm_heaps[MM_MAX_HEAPS];

@@ -82,7 +82,7 @@ static void heap_schedule_purge(local_heap_t *h, uint32_t freed_at) {
 }
 
 static void heap_dirty_add(local_heap_t *h, extent_t *e, uint32_t now) {
-  e->flags = MM_EXTENT_DIRTY;
+  e->flags = MM_EXTENT_DIRTY | (e->flags & MM_EXTENT_GUARD);
   e->freed_at = now;
   h->dirty_pages += e->node.npages;
   heap_schedule_purge(h, now);
@@ -94,6 +94,7 @@ static void heap_dirty_add(local_heap_t *h, extent_t *e, uint32_t now) {
  * free neighbours.  e's flags and freed_at must be set, and counted in
  * dirty_pages if dirty.  Returns the extent that now holds e's pages. */
 static extent_t *heap_insert_free(local_heap_t *h, extent_t *e) {
+  extent_unguard(e);
   slot_t *slot = slot_of_extent(e);
   uintptr_t start = e->node.start, end = extent_end(e);
   extent_t *left = NULL, *right = NULL;
@@ -199,11 +200,33 @@ static extent_t *heap_carve(local_heap_t *h, extent_t *f, size_t off, size_t n) 
   return e;
 }
 
+/* ---- guard pages (secure mode) ----------------------------------------------
+ * A page block or large block carries one more datablock than it needs,
+ * made a guard, so that running off its end faults instead of reaching the
+ * next block.  The guard goes when the extent returns to the tree. */
+
+static bool extent_guard(extent_t *e) {
+  if (!options.secure) return true;
+  if (!os_guard((void *)(extent_end(e) - MM_PAGE_SIZE), MM_PAGE_SIZE, true)) return false;
+  e->flags |= MM_EXTENT_GUARD;
+  return true;
+}
+
+static void extent_unguard(extent_t *e) {
+  if (e->flags & MM_EXTENT_GUARD) {
+    os_guard((void *)(extent_end(e) - MM_PAGE_SIZE), MM_PAGE_SIZE, false);
+    e->flags &= (uint8_t)~MM_EXTENT_GUARD;
+  }
+}
+
+/* Datablocks for a block that needs n of them (one more for the guard). */
+static size_t guarded_pages(size_t n) { return n + (options.secure ? 1 : 0); }
+
 /* ---- slots ------------------------------------------------------------------ */
 
 static bool slot_is_empty(slot_t *slot, extent_t **free_out) {
   extent_t *f = region_extent_at(slot, slot_data_start(slot));
-  if (f && f->kind == MM_EXTENT_FREE && f->node.npages == MM_SLOT_DATA_PAGES) {
+  if (f && f->kind == MM_EXTENT_FREE && f->node.npages == region_slot_data_pages()) {
     *free_out = f;
     return true;
   }
@@ -265,7 +288,7 @@ static extent_t *heap_grow(local_heap_t *h) {
 static extent_t *heap_alloc_extent(local_heap_t *h, size_t n, size_t align_pages,
                                    bool room) {
   size_t need = n + align_pages - 1;
-  if (need > MM_SLOT_DATA_PAGES) {
+  if (need > region_slot_data_pages()) {
     errno = ENOMEM;
     return NULL;
   }
@@ -314,7 +337,7 @@ static extent_t *heap_alloc_extent(local_heap_t *h, size_t n, size_t align_pages
 /* A fresh page of class cls for a thread heap: from the page cache if one of
  * the right size is there, else carved from the tree. */
 extent_t *local_heap_take_page(local_heap_t *h, unsigned cls) {
-  size_t n = mm_size_classes[cls].npages;
+  size_t n = guarded_pages(mm_size_classes[cls].npages);
   heap_lock(h);
   heap_check(h);
   extent_t *e = NULL;
@@ -330,11 +353,22 @@ extent_t *local_heap_take_page(local_heap_t *h, unsigned cls) {
   if (!e) {
     e = heap_alloc_extent(h, n, 1, false);
     if (e) {
-      page_init(e, cls);
+      e->kind = MM_EXTENT_PAGE;
       region_map_all(e);
+      if (!extent_guard(e)) {
+        heap_dirty_add(h, e, os_now_ms());
+        heap_insert_free(h, e);
+        e = NULL;
+      } else {
+        uint8_t guard = e->flags & MM_EXTENT_GUARD;
+        page_init(e, cls);
+        e->flags = guard;
+      }
     }
   } else {
+    uint8_t guard = e->flags & MM_EXTENT_GUARD;
     page_init(e, cls);
+    e->flags = guard;
     /* the page map of a cached page block still names it on every page */
   }
   if (e) h->pages_out++;
@@ -414,7 +448,7 @@ void local_heap_return_page(extent_t *page) {
  * lowest (and most likely resident) free memory. */
 void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero,
                              bool room) {
-  size_t n = (size + MM_PAGE_SIZE - 1) >> MM_PAGE_SHIFT;
+  size_t n = guarded_pages((size + MM_PAGE_SIZE - 1) >> MM_PAGE_SHIFT);
   size_t align_pages = align > MM_PAGE_SIZE ? align >> MM_PAGE_SHIFT : 1;
   heap_lock(h);
   heap_check(h);
@@ -422,20 +456,29 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
   if (e) {
     e->kind = MM_EXTENT_LARGE;
     region_map_ends(e);
-    h->large_allocs++;
-    h->large_live_bytes += n << MM_PAGE_SHIFT;
+    bool zero = e->flags & MM_EXTENT_ZERO;
+    if (!extent_guard(e)) {
+      heap_dirty_add(h, e, os_now_ms());
+      heap_insert_free(h, e);
+      e = NULL;
+      errno = ENOMEM;
+    } else {
+      if (zero) e->flags |= MM_EXTENT_ZERO;
+      h->large_allocs++;
+      h->large_live_bytes += n << MM_PAGE_SHIFT;
+    }
   }
   heap_check(h);
   heap_unlock(h);
   if (!e) return NULL;
   void *p = (void *)e->node.start;
-  size_t bytes = n << MM_PAGE_SHIFT;
+  size_t bytes = (n - (options.secure ? 1 : 0)) << MM_PAGE_SHIFT;
   if (zero && !(e->flags & MM_EXTENT_ZERO)) {
     /* Big blocks are zeroed by the kernel (and lose their stale pages);
      * small ones by memset, cheaper than faulting them in again. */
     if (bytes < ((size_t)1 << 20) || !os_purge(p, bytes)) memset(p, 0, bytes);
   }
-  e->flags = 0;
+  e->flags &= MM_EXTENT_GUARD;
   if (options.hugepages == 2 && bytes >= ((size_t)8 << 20)) os_hugepages(p, bytes, true);
   return p;
 }
@@ -466,6 +509,7 @@ void local_heap_free_large(extent_t *e) {
  * tail back, grow by taking the free extent right behind it.  False when it
  * cannot grow in place (nothing changed). */
 bool local_heap_resize_large(extent_t *e, size_t size) {
+  if (e->flags & MM_EXTENT_GUARD) return false; /* secure mode: realloc moves */
   local_heap_t *h = local_heap_of_extent(e);
   slot_t *slot = slot_of_extent(e);
   size_t n = (size + MM_PAGE_SIZE - 1) >> MM_PAGE_SHIFT;
@@ -773,8 +817,8 @@ block_t *local_heap_take_dead_inboxes(local_heap_t *h) {
     if (!atomic_load_relaxed(&th->xinbox)) continue;
     block_t *b = atomic_exchange_acquire(&th->xinbox, NULL);
     while (b) {
-      block_t *next = b->next;
-      b->next = all;
+      block_t *next = block_next(b);
+      block_set_next(b, all);
       all = b;
       b = next;
     }

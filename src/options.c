@@ -10,6 +10,8 @@
  *                             memory, 2 (default) large and huge blocks >= 8 MiB
  *   MMALLOC_PURGE_DELAY_MS=N  free memory idle N ms goes back to the OS (100)
  *   MMALLOC_SECURE=1          secure-mode checks that can be chosen at run time
+ *   MMALLOC_ZERO_ON_FREE=1    freed small blocks are zeroed (checked on reuse
+ *                             in secure mode)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +28,7 @@ options_t options = {
     .hugepages = 2,
     .purge_delay_ms = MM_PURGE_DELAY_MS_DEFAULT,
     .secure = MM_SECURE,
+    .zero_on_free = 0,
 };
 
 typedef struct option_desc_s {
@@ -42,6 +45,7 @@ static const option_desc_t option_table[] = {
     {"hugepages", &options.hugepages, 0, 2, false},
     {"purge_delay_ms", &options.purge_delay_ms, 0, 1L << 30, false},
     {"secure", &options.secure, 0, 1, true},
+    {"zero_on_free", &options.zero_on_free, 0, 1, true},
 };
 #define NOPTIONS (sizeof(option_table) / sizeof(option_table[0]))
 
@@ -88,9 +92,10 @@ void options_init(void) {
 
 void options_print(void) {
   os_message("mmalloc %d.%d.%d: heaps=%ld hugepages=%ld purge_delay_ms=%ld stats=%ld secure=%ld"
-             " (debug level %d)\n",
+             " zero_on_free=%ld (debug level %d%s)\n",
              MMALLOC_VERSION_MAJOR, MMALLOC_VERSION_MINOR, MMALLOC_VERSION_PATCH, options.heaps,
-             options.hugepages, options.purge_delay_ms, options.stats, options.secure, MM_DEBUG);
+             options.hugepages, options.purge_delay_ms, options.stats, options.secure,
+             options.zero_on_free, MM_DEBUG, mm_slow_only ? ", fast paths off" : "");
 }
 
 MM_EXPORT int mm_option_set(const char *name, long value) {

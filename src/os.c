@@ -137,6 +137,21 @@ void os_hugepages(void *p, size_t size, bool on) {
 #endif
 }
 
+/* Guard pages (secure mode): Linux 6.13's lightweight guard regions, which
+ * do not split mappings; on older kernels, mprotect. */
+#define MM_MADV_GUARD_INSTALL 102
+#define MM_MADV_GUARD_REMOVE 103
+static _Atomic(int) guard_madvise_works = 1;
+
+bool os_guard(void *p, size_t size, bool on) {
+  if (atomic_load_relaxed(&guard_madvise_works)) {
+    if (madvise(p, size, on ? MM_MADV_GUARD_INSTALL : MM_MADV_GUARD_REMOVE) == 0) return true;
+    if (errno != EINVAL) return false;
+    atomic_store_relaxed(&guard_madvise_works, 0);
+  }
+  return mprotect(p, size, on ? PROT_NONE : PROT_READ | PROT_WRITE) == 0;
+}
+
 /* Grow or shrink a mapping in place; false when it cannot stay put. */
 bool os_remap_in_place(void *p, size_t old_size, size_t new_size) {
   if (new_size > old_size && os_fault(MM_FAULT_RESERVE)) return false;

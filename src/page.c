@@ -17,12 +17,93 @@
  *   page, each at a block boundary, each carrying its canary;
  *   used + |free| + |local_free| == reserved <= capacity;
  *   xlimit == reserved * block_size.
+ *
+ * The checked modes (mm_slow_only: secure mode, or valgrind) bypass the fast
+ * paths and come through page_pop_checked and block_on_free:
+ *   secure:   links stored xor'ed (mm_list_key), blocks carved in random
+ *             order, every free block filled with a pattern (zero with
+ *             MMALLOC_ZERO_ON_FREE) that is checked when it is handed out
+ *             again: a write after free aborts with the block's address;
+ *   valgrind: every block is a MALLOCLIKE/FREELIKE block for memcheck, and
+ *             free blocks are no-access except while the allocator reads
+ *             or writes their two words.
  */
 #include <string.h>
 
 #include "internal.h"
 
+#if MM_VALGRIND
+#include <valgrind/memcheck.h>
+#endif
+
 uintptr_t mm_canary_key;
+uintptr_t mm_list_key;
+bool mm_slow_only;
+
+#define FILL_BYTE 0xDF
+
+#if MM_VALGRIND
+void block_vg_open(const block_t *b) { VALGRIND_MAKE_MEM_DEFINED(b, sizeof(block_t)); }
+void block_vg_close(const block_t *b) { VALGRIND_MAKE_MEM_NOACCESS(b, sizeof(block_t)); }
+#endif
+
+/* Is b a free block (does it carry its canary)?  The one read of a word
+ * that may be either user data or ours; under valgrind it is read without
+ * a report and the answer is marked defined. */
+bool block_is_free(const block_t *b) {
+#if MM_VALGRIND
+  VALGRIND_DISABLE_ERROR_REPORTING;
+  volatile int free = b->canary == block_canary_of(b);
+  VALGRIND_ENABLE_ERROR_REPORTING;
+  VALGRIND_MAKE_MEM_DEFINED(&free, sizeof(free));
+  return free;
+#else
+  return b->canary == block_canary_of(b);
+#endif
+}
+
+static uint8_t fill_byte(void) { return options.zero_on_free ? 0 : FILL_BYTE; }
+
+/* A block the user just freed, in a checked mode: mark it, fill it. */
+void block_on_free(extent_t *page, block_t *b) {
+  if (options.secure && page->block_size > sizeof(block_t))
+    memset((char *)b + sizeof(block_t), fill_byte(), page->block_size - sizeof(block_t));
+  else if (options.zero_on_free)
+    memset(b, 0, page->block_size);
+  block_vg_open(b);
+  b->canary = block_canary_of(b);
+  block_vg_close(b);
+#if MM_VALGRIND
+  VALGRIND_FREELIKE_BLOCK(b, 0);
+  VALGRIND_MAKE_MEM_NOACCESS(b, page->block_size);
+#endif
+}
+
+static MM_COLD __attribute__((noreturn)) void written_after_free(const block_t *b, size_t at) {
+  os_fatal("mmalloc: malloc(): block %p was written after it was freed (byte %zu changed)\n",
+           (const void *)b, at);
+}
+
+/* page_pop for the checked modes: decode the link, check that nothing wrote
+ * into the block while it was free, clear the canary. */
+void *page_pop_checked(extent_t *page) {
+  block_t *b = page->free;
+  page->free = block_next(b);
+  page->used++;
+  block_vg_open(b);
+  if (options.secure) {
+    if (b->canary != block_canary_of(b)) written_after_free(b, 8);
+    const uint8_t *q = (const uint8_t *)b;
+    uint8_t f = fill_byte();
+    for (size_t i = sizeof(block_t); i < page->block_size; i++)
+      if (q[i] != f) written_after_free(b, i);
+  }
+  b->canary = 0;
+#if MM_VALGRIND
+  VALGRIND_MAKE_MEM_NOACCESS(b, page->block_size);
+#endif
+  return b;
+}
 
 void page_init(extent_t *page, unsigned cls) {
   const size_class_t *sc = &mm_size_classes[cls];
@@ -40,26 +121,65 @@ void page_init(extent_t *page, unsigned cls) {
   page->magic = sc->magic;
   page->page_start = page->node.start;
   page->next = page->prev = NULL;
+#if MM_VALGRIND
+  VALGRIND_MAKE_MEM_NOACCESS(page->page_start, (size_t)page->capacity * page->block_size);
+#endif
 }
 
-/* Carve the next blocks of the page onto its (empty) free list. */
+/* xorshift64*: the shuffle of a secure page's blocks. */
+static uint64_t shuffle_next(uint64_t *s) {
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return *s * 0x2545F4914F6CDD1Dull;
+}
+
+/* Carve the next blocks of the page onto its (empty) free list: in address
+ * order, or (secure mode) in a random order, filled with the pattern. */
 static void page_extend(extent_t *page) {
   uint32_t size = page->block_size;
   uint32_t n = MM_EXTEND_BYTES / size;
   if (n == 0) n = 1;
   if (n > page->capacity - page->reserved) n = page->capacity - page->reserved;
   char *first = (char *)page->page_start + (size_t)page->reserved * size;
-  /* Link in address order: the first block out is the lowest. */
-  block_t *b = (block_t *)first;
-  for (uint32_t i = 1; i < n; i++) {
-    block_t *next = (block_t *)((char *)b + size);
-    b->next = next;
-    b->canary = (uintptr_t)b ^ mm_canary_key;
-    b = next;
+  if (!mm_slow_only) {
+    /* The plain case, on the path of every fresh page: links in address
+     * order, so the first block out is the lowest. */
+    block_t *b = (block_t *)first;
+    for (uint32_t i = 1; i < n; i++) {
+      block_t *next = (block_t *)((char *)b + size);
+      b->next = next;
+      b->canary = block_canary_of(b);
+      b = next;
+    }
+    b->next = NULL;
+    b->canary = block_canary_of(b);
+    page->free = (block_t *)first;
+  } else {
+    /* A random order (secure mode): Fisher-Yates over the n indices. */
+    uint16_t order[MM_EXTEND_BYTES / 16];
+    uint64_t s = mm_list_key ^ (uintptr_t)first ^ 0x9E3779B97F4A7C15ull;
+    for (uint32_t i = 0; i < n; i++) order[i] = (uint16_t)i;
+    if (options.secure)
+      for (uint32_t i = n - 1; i > 0; i--) {
+        uint32_t j = (uint32_t)(shuffle_next(&s) % (i + 1));
+        uint16_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+      }
+    block_t *head = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+      block_t *b = (block_t *)(first + (size_t)order[n - 1 - i] * size);
+      if (options.secure && size > sizeof(block_t))
+        memset((char *)b + sizeof(block_t), fill_byte(), size - sizeof(block_t));
+      block_set_next(b, head);
+      block_vg_open(b);
+      b->canary = block_canary_of(b);
+      block_vg_close(b);
+      head = b;
+    }
+    page->free = head;
   }
-  b->next = NULL;
-  b->canary = (uintptr_t)b ^ mm_canary_key;
-  page->free = (block_t *)first;
   page->reserved += n;
   atomic_store_relaxed(&page->xlimit, (uint64_t)page->reserved * size);
 }
@@ -81,7 +201,7 @@ bool page_refill(extent_t *page) {
 }
 
 static bool list_holds(const block_t *list, const block_t *b, uint32_t limit) {
-  for (uint32_t n = 0; list && n <= limit; list = list->next, n++)
+  for (uint32_t n = 0; list && n <= limit; list = block_next(list), n++)
     if (list == b) return true;
   return false;
 }
@@ -97,14 +217,14 @@ static bool list_is_valid(const extent_t *page, const block_t *list,
                           uint32_t *count, char *why, size_t why_size) {
   uintptr_t lo = page->page_start;
   uintptr_t hi = lo + (uintptr_t)page->reserved * page->block_size;
-  for (const block_t *b = list; b; b = b->next) {
+  for (const block_t *b = list; b; b = block_next(b)) {
     uintptr_t a = (uintptr_t)b;
     if (a < lo || a >= hi || (a - lo) % page->block_size) {
       os_format(why, why_size, "page %p: free block %p outside the page or misaligned",
                 (void *)lo, (void *)a);
       return false;
     }
-    if (b->canary != (a ^ mm_canary_key)) {
+    if (!block_is_free(b)) {
       os_format(why, why_size, "page %p: free block %p lost its canary (write after free?)",
                 (void *)lo, (void *)a);
       return false;

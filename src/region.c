@@ -32,6 +32,10 @@
 
 #include "internal.h"
 
+#if MM_VALGRIND
+#include <valgrind/memcheck.h>
+#endif
+
 _Atomic(uint8_t) mm_slot_table[MM_SLOT_TABLE_SIZE];
 
 static void slot_table_set(uintptr_t base, uintptr_t size, uint8_t head,
@@ -102,6 +106,19 @@ extent_t *region_extent_at(slot_t *slot, uintptr_t a) {
 
 /* ---- slots ------------------------------------------------------------------ */
 
+/* Under valgrind the management area is hidden from memcheck: no-access
+ * (so the leak checker does not take a descriptor's start address for a
+ * pointer that keeps a block alive) with address errors off in the range
+ * (so our own reads and writes of it are not reported). */
+static void slot_hide_from_valgrind(slot_t *slot) {
+#if MM_VALGRIND
+  VALGRIND_MAKE_MEM_NOACCESS(slot, MM_SLOT_META_SIZE);
+  VALGRIND_DISABLE_ADDR_ERROR_REPORTING_IN_RANGE(slot, MM_SLOT_META_SIZE);
+#else
+  (void)slot;
+#endif
+}
+
 static void slot_header_init(slot_t *slot, uint32_t heap, uint32_t huge,
                              uintptr_t size) {
   memset(slot->zero, 0, sizeof(slot->zero));
@@ -130,16 +147,33 @@ slot_t *region_slot_new(uint32_t heap, extent_t **free_out) {
     return NULL;
   }
   slot_t *slot = base;
+  slot_hide_from_valgrind(slot);
   slot_header_init(slot, heap, 0, MM_SLOT_SIZE);
+  if (options.secure) {
+    /* Guards: between the management area and the data, and after the data
+     * (the next slot's header may follow). */
+    if (!os_guard((char *)base + MM_SLOT_META_SIZE - MM_PAGE_SIZE, MM_PAGE_SIZE, true) ||
+        !os_guard((char *)base + MM_SLOT_SIZE - MM_PAGE_SIZE, MM_PAGE_SIZE, true)) {
+      os_release(base, MM_SLOT_SIZE);
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
   extent_t *e = region_extent_new(slot);
   e->kind = MM_EXTENT_FREE;
   e->flags = MM_EXTENT_ZERO;
   e->node.start = (uintptr_t)base + MM_SLOT_META_SIZE;
-  e->node.npages = MM_SLOT_DATA_PAGES;
+  e->node.npages = region_slot_data_pages();
   region_map_ends(e);
   slot_table_set((uintptr_t)base, MM_SLOT_SIZE, MM_SLOT_HEAP, MM_SLOT_HEAP);
   *free_out = e;
   return slot;
+}
+
+/* Datablocks in a slot's data area: all of them, but the last in secure
+ * mode (a guard). */
+size_t region_slot_data_pages(void) {
+  return MM_SLOT_DATA_PAGES - (options.secure ? 1 : 0);
 }
 
 /* Unmap a slot whose data area is one FREE extent (already out of the
@@ -148,6 +182,9 @@ void region_slot_release(slot_t *slot) {
   uintptr_t base = (uintptr_t)slot;
   uintptr_t size = slot->size;
   slot_table_set(base, size, 0, 0);
+#if MM_VALGRIND
+  VALGRIND_ENABLE_ADDR_ERROR_REPORTING_IN_RANGE(slot, MM_SLOT_META_SIZE);
+#endif
   os_release(slot, size);
 }
 
@@ -160,7 +197,8 @@ bool region_commit_to(slot_t *slot, uintptr_t end) {
   if (need <= slot->committed) return true;
   uintptr_t step = (uintptr_t)4 << 20;
   uintptr_t to = (need + step - 1) & ~(step - 1);
-  if (to > slot->size) to = slot->size;
+  uintptr_t top = slot->size - (options.secure ? MM_PAGE_SIZE : 0); /* not the guard */
+  if (to > top) to = top;
   if (!os_commit((void *)(base + slot->committed), to - slot->committed)) {
     /* Out of commit charge: try exactly what is needed before giving up. */
     to = (need + MM_PAGE_SIZE - 1) & ~(uintptr_t)(MM_PAGE_SIZE - 1);
@@ -183,7 +221,8 @@ static uintptr_t huge_offset(size_t align) {
 }
 
 static uintptr_t huge_mapping_size(size_t size, size_t align) {
-  uintptr_t total = huge_offset(align) + size;
+  /* secure mode: at least one reserved (inaccessible) page after the block */
+  uintptr_t total = huge_offset(align) + size + (options.secure ? MM_PAGE_SIZE : 0);
   return (total + MM_SLOT_SIZE - 1) & ~(MM_SLOT_SIZE - 1);
 }
 
@@ -208,6 +247,7 @@ extent_t *region_huge_new(uint32_t heap, size_t size, size_t align) {
     return NULL;
   }
   slot_t *slot = base;
+  slot_hide_from_valgrind(slot);
   slot_header_init(slot, heap, 1, msize);
   slot->committed = off + size;
   extent_t *e = region_extent_new(slot);

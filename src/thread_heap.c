@@ -60,6 +60,13 @@
 
 #include "internal.h"
 
+#if MM_VALGRIND
+#include <valgrind/memcheck.h>
+#define VG_RZ 16 /* bytes after each small block that memcheck sees as no-access */
+#else
+#define VG_RZ 0
+#endif
+
 __thread thread_heap_t *mm_thread_heap __attribute__((tls_model("initial-exec"))) =
     &mm_heap_empty;
 
@@ -93,6 +100,14 @@ void thread_heap_process_init(void) {
     size_class_init();
     mm_canary_key = (uintptr_t)os_random() | 1;
     cpu_count = os_cpu_count();
+    /* Secure mode and valgrind switch the fast paths off: every call comes
+     * through the checked slow paths (see page.c). */
+#if MM_VALGRIND
+    mm_slow_only = options.secure || RUNNING_ON_VALGRIND;
+#else
+    mm_slow_only = options.secure;
+#endif
+    if (options.secure) mm_list_key = (uintptr_t)os_random() | 1;
     local_heap_init_all((uint32_t)(options.heaps > 0 ? options.heaps : cpu_count));
     options.heaps = mm_nheaps;
     pthread_key_create(&thread_key, thread_heap_exit_cb);
@@ -107,7 +122,7 @@ void thread_heap_process_init(void) {
 static void direct_update(thread_heap_t *th, unsigned c) {
   const size_class_t *sc = &mm_size_classes[c];
   if (sc->size > MM_DIRECT_MAX) return;
-  extent_t *page = th->queue[c].first ? th->queue[c].first : &mm_page_empty;
+  extent_t *page = th->queue[c].first && !mm_slow_only ? th->queue[c].first : &mm_page_empty;
   unsigned lo = c ? mm_size_classes[c - 1].size / 16 + 1 : 0;
   for (unsigned k = lo; k <= sc->size / 16; k++) th->direct[k] = page;
 }
@@ -155,7 +170,7 @@ bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size) {
   if (th == &mm_heap_empty) return true;
   for (unsigned c = 0; c < MM_CLASSES; c++) {
     const page_queue_t *q = &th->queue[c];
-    extent_t *want = q->first ? q->first : &mm_page_empty;
+    extent_t *want = q->first && !mm_slow_only ? q->first : &mm_page_empty;
     for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++)
       if (mm_direct_class[k] == c && th->direct[k] != want) {
         os_format(why, why_size, "thread heap %p: direct[%u] is not the head of queue %u",
@@ -165,7 +180,7 @@ bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size) {
     extent_t *prev = NULL;
     for (extent_t *p = q->first; p; prev = p, p = p->next) {
       if (p->prev != prev || p->size_class != c || atomic_load_relaxed(&p->xowner) != th ||
-          atomic_load_relaxed(&p->xowner_tid) != th->tid) {
+          atomic_load_relaxed(&p->xowner_tid) != page_owner_tid(th, false)) {
         os_format(why, why_size, "thread heap %p: queue %u holds page %p that is not its own",
                   (void *)th, c, (void *)p->page_start);
         return false;
@@ -179,7 +194,7 @@ bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size) {
   }
   for (extent_t *p = th->full.first; p; p = p->next) {
     if (atomic_load_relaxed(&p->xowner) != th ||
-        atomic_load_relaxed(&p->xowner_tid) != (th->tid | MM_OWNER_FULL)) {
+        atomic_load_relaxed(&p->xowner_tid) != page_owner_tid(th, true)) {
       os_format(why, why_size, "thread heap %p: full page %p not marked full", (void *)th,
                 (void *)p->page_start);
       return false;
@@ -205,7 +220,7 @@ static void remote_flush(remote_batch_t *rb) {
   thread_heap_t *dest = rb->dest;
   block_t *head = atomic_load_relaxed(&dest->xinbox);
   do {
-    rb->tail->next = head;
+    block_set_next(rb->tail, head);
   } while (!atomic_cas_weak_release(&dest->xinbox, &head, rb->head));
   rb->head = rb->tail = NULL;
   rb->count = 0;
@@ -223,7 +238,7 @@ static void remote_push(thread_heap_t *th, thread_heap_t *dest, block_t *b) {
     if (rb->count) remote_flush(rb);
     rb->dest = dest;
   }
-  b->next = rb->head;
+  block_set_next(b, rb->head);
   if (!rb->head) rb->tail = b;
   rb->head = b;
   th->remote_sent++;
@@ -247,7 +262,7 @@ void thread_heap_page_empty(thread_heap_t *th, extent_t *page) {
 }
 
 static void free_local(thread_heap_t *th, extent_t *page, block_t *b) {
-  b->next = page->local_free;
+  block_set_next(b, page->local_free);
   page->local_free = b;
   if (page_is_full(page)) {
     unsigned c = page->size_class;
@@ -283,7 +298,7 @@ static void free_block(thread_heap_t *th, extent_t *page, block_t *b) {
 static void take_inbox(thread_heap_t *th) {
   block_t *b = atomic_exchange_acquire(&th->xinbox, NULL);
   while (b) {
-    block_t *next = b->next;
+    block_t *next = block_next(b);
     th->remote_received++;
     free_block(th, page_of_block(b), b);
     b = next;
@@ -311,7 +326,7 @@ static MM_COLD void heartbeat(thread_heap_t *th, uint32_t now) {
   }
   block_t *b = local_heap_take_dead_inboxes(th->local);
   while (b) {
-    block_t *next = b->next;
+    block_t *next = block_next(b);
     free_block(th, page_of_block(b), b);
     b = next;
   }
@@ -328,6 +343,7 @@ MM_INLINE void thread_heap_beat(thread_heap_t *th) {
 /* ---- allocation ------------------------------------------------------------------------ */
 
 MM_INLINE void *page_pop(extent_t *page) {
+  if (unlikely(mm_slow_only)) return page_pop_checked(page);
   block_t *b = page->free;
   page->free = b->next;
   page->used++;
@@ -394,6 +410,41 @@ static void *alloc_big(thread_heap_t *th, size_t size, size_t align, bool zero, 
   return local_heap_alloc_large(th->local, size, align, zero, room);
 }
 
+/* Any allocation, once th is known: small classes (aligned ones when
+ * align > 16), large and huge blocks. */
+static void *alloc_any(thread_heap_t *th, size_t size, size_t align, bool zero) {
+  thread_heap_beat(th);
+  if (size <= MM_SMALL_MAX && align <= MM_PAGE_SIZE) {
+    unsigned c = align > 16 ? size_class_aligned(size, align) : size_class_of(size);
+    if (c < MM_CLASSES) {
+      void *p = alloc_class(th, c);
+      if (p && zero) memset(p, 0, size);
+      return p;
+    }
+  }
+  return alloc_big(th, size ? size : 1, align, zero, false);
+}
+
+/* The checked modes (mm_slow_only): every allocation comes here.  Under
+ * valgrind, each block is reported to memcheck, with VG_RZ no-access bytes
+ * after it (a read past the end is reported as it is on glibc). */
+static MM_NOINLINE void *alloc_checked(thread_heap_t *th, size_t size, size_t align, bool zero) {
+  if (size > PTRDIFF_MAX - VG_RZ) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  void *p = alloc_any(th, size + VG_RZ, align, zero);
+#if MM_VALGRIND
+  if (p) {
+    extent_t *e = slot_extent_of(slot_of_address((uintptr_t)p), (uintptr_t)p);
+    size_t room = e->kind == MM_EXTENT_PAGE ? e->block_size : extent_usable(e);
+    VALGRIND_MAKE_MEM_NOACCESS(p, room);
+    VALGRIND_MALLOCLIKE_BLOCK(p, size, 0, zero);
+  }
+#endif
+  return p;
+}
+
 void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
   if (unlikely(th == &mm_heap_empty)) {
     th = thread_heap_init_current();
@@ -402,6 +453,7 @@ void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
       return NULL;
     }
   }
+  if (unlikely(mm_slow_only)) return alloc_checked(th, size, 0, false);
   if (likely(size <= MM_SMALL_MAX)) {
     unsigned c = size_class_of(size);
     extent_t *page = th->queue[c].first;
@@ -423,16 +475,8 @@ void *thread_heap_malloc_aligned(size_t size, size_t align, bool zero) {
     errno = ENOMEM;
     return NULL;
   }
-  thread_heap_beat(th);
-  if (size <= MM_SMALL_MAX && align <= MM_PAGE_SIZE) {
-    unsigned c = size_class_aligned(size, align);
-    if (c < MM_CLASSES) {
-      void *p = alloc_class(th, c);
-      if (p && zero) memset(p, 0, size);
-      return p;
-    }
-  }
-  return alloc_big(th, size ? size : 1, align, zero, false);
+  if (unlikely(mm_slow_only)) return alloc_checked(th, size, align, zero);
+  return alloc_any(th, size, align, zero);
 }
 
 /* ---- pointer validation ------------------------------------------------------------ */
@@ -497,9 +541,9 @@ MM_INLINE bool free_remote_fast(thread_heap_t *th, void *p) {
       off * page->magic >= page->magic)
     return false;
   block_t *b = p;
-  uintptr_t canary = a ^ mm_canary_key;
-  if (b->canary == canary) return false;
-  b->canary = canary;
+  if (block_is_free(b)) return false;
+  if (unlikely(mm_slow_only)) block_on_free(page, b);
+  else b->canary = a ^ mm_canary_key;
   remote_push(th, owner, b);
   if (unlikely(++th->slow_calls % 64 == 0)) thread_heap_beat(th);
   return true;
@@ -511,14 +555,17 @@ void thread_heap_free_slow(void *p, const char *call) {
   if (!p) return;
   extent_t *e = thread_heap_lookup(p, call);
   if (e->kind == MM_EXTENT_LARGE) {
+#if MM_VALGRIND
+    VALGRIND_FREELIKE_BLOCK(p, 0);
+#endif
     if (slot_of_extent(e)->huge) local_heap_free_huge(e);
     else local_heap_free_large(e);
     return;
   }
   block_t *b = p;
-  uintptr_t canary = (uintptr_t)p ^ mm_canary_key;
-  if (b->canary == canary) double_free(call, p);
-  b->canary = canary;
+  if (block_is_free(b)) double_free(call, p);
+  if (unlikely(mm_slow_only)) block_on_free(e, b);
+  else b->canary = block_canary_of(b);
   th = thread_heap_current();
   if (unlikely(!th)) {
     /* No heap for this thread (out of memory): hand the block straight to
@@ -542,10 +589,10 @@ size_t thread_heap_usable_size(const void *p, const char *call) {
   if (!p) return 0;
   extent_t *e = thread_heap_lookup(p, call);
   if (e->kind == MM_EXTENT_PAGE) {
-    if (((const block_t *)p)->canary == ((uintptr_t)p ^ mm_canary_key)) double_free(call, p);
-    return e->block_size;
+    if (block_is_free(p)) double_free(call, p);
+    return e->block_size - VG_RZ * mm_slow_only;
   }
-  return e->node.npages << MM_PAGE_SHIFT;
+  return extent_usable(e);
 }
 
 void *thread_heap_realloc(void *p, size_t size) {
@@ -553,10 +600,10 @@ void *thread_heap_realloc(void *p, size_t size) {
   extent_t *e = thread_heap_lookup(p, "realloc");
   size_t old;
   if (e->kind == MM_EXTENT_PAGE) {
-    if (((block_t *)p)->canary == ((uintptr_t)p ^ mm_canary_key)) double_free("realloc", p);
-    old = e->block_size;
+    if (block_is_free(p)) double_free("realloc", p);
+    old = e->block_size - VG_RZ * mm_slow_only;
   } else {
-    old = e->node.npages << MM_PAGE_SHIFT;
+    old = extent_usable(e);
   }
   if (size == 0) { /* glibc: realloc(p, 0) frees p and returns NULL */
     thread_heap_free_fast(p, "realloc");
@@ -565,6 +612,22 @@ void *thread_heap_realloc(void *p, size_t size) {
   if (size > PTRDIFF_MAX) {
     errno = ENOMEM;
     return NULL;
+  }
+  if (unlikely(mm_slow_only)) {
+    /* Always move: memcheck sees one block die and another start.  The copy
+     * may read bytes past the size the user asked for (we do not keep it);
+     * memcheck is told not to report that. */
+    void *q = thread_heap_malloc_fast(size);
+    if (!q) return NULL;
+#if MM_VALGRIND
+    VALGRIND_DISABLE_ERROR_REPORTING;
+#endif
+    memcpy(q, p, old < size ? old : size);
+#if MM_VALGRIND
+    VALGRIND_ENABLE_ERROR_REPORTING;
+#endif
+    thread_heap_free_fast(p, "realloc");
+    return q;
   }
   if (e->kind == MM_EXTENT_PAGE) {
     if (size <= old && (size > old / 2 || old <= 64)) return p;
@@ -634,7 +697,7 @@ void thread_heap_collect(void) {
     for (uint32_t i = 0; i < mm_nheaps; i++) {
       block_t *b = local_heap_take_dead_inboxes(&mm_heaps[i]);
       while (b) {
-        block_t *next = b->next;
+        block_t *next = block_next(b);
         free_block(th, page_of_block(b), b);
         b = next;
       }

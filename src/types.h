@@ -72,6 +72,9 @@ typedef enum extent_kind_e {
  * while the page is abandoned (its thread exited; its home local heap's lock
  * guards it). */
 #define MM_OWNER_FULL ((uintptr_t)1)
+/* Set in every xowner_tid while the fast paths are off (secure mode,
+ * valgrind): no thread id has it, so the free fast path always misses. */
+#define MM_OWNER_SLOW ((uintptr_t)2)
 
 /* The descriptor of an extent: three cache lines, in the slot's management
  * area, never next to user data.
@@ -123,6 +126,7 @@ typedef struct extent_s {
 /* extent_t.flags */
 #define MM_EXTENT_DIRTY 1u /* pages touched since the last purge */
 #define MM_EXTENT_ZERO 2u  /* every byte reads as zero (fresh or purged) */
+#define MM_EXTENT_GUARD 4u /* PAGE/LARGE/CACHED: its last datablock is a guard */
 
 _Static_assert(sizeof(extent_t) == 192, "extent descriptor is three lines");
 _Static_assert(offsetof(extent_t, xowner) + sizeof(void *) == 64,

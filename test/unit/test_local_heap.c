@@ -191,7 +191,7 @@ int main(int argc, char **argv) {
   pthread_mutex_unlock(&h->lock);
   CHECK("heap valid when empty", heap_ok(h, "drain"));
   CHECK("everything coalesced: one free extent per slot",
-        h->tree.count == h->nslots && h->tree.total_pages == h->nslots * MM_SLOT_DATA_PAGES);
+        h->tree.count == h->nslots && h->tree.total_pages == h->nslots * region_slot_data_pages());
   CHECK("nothing dirty after a forced purge", h->dirty_pages == 0);
   CHECK("page cache drained by the forced purge", h->cache_count == 0);
   return check_summary("unit_local_heap");
