@@ -88,6 +88,28 @@ static void heap_dirty_add(local_heap_t *h, extent_t *e, uint32_t now) {
   heap_schedule_purge(h, now);
 }
 
+/* ---- guard pages (secure mode) ----------------------------------------------
+ * A page block or large block carries one more datablock than it needs,
+ * made a guard, so that running off its end faults instead of reaching the
+ * next block.  The guard goes when the extent returns to the tree. */
+
+static bool extent_guard(extent_t *e) {
+  if (!options.secure) return true;
+  if (!os_guard((void *)(extent_end(e) - MM_PAGE_SIZE), MM_PAGE_SIZE, true)) return false;
+  e->flags |= MM_EXTENT_GUARD;
+  return true;
+}
+
+static void extent_unguard(extent_t *e) {
+  if (e->flags & MM_EXTENT_GUARD) {
+    os_guard((void *)(extent_end(e) - MM_PAGE_SIZE), MM_PAGE_SIZE, false);
+    e->flags &= (uint8_t)~MM_EXTENT_GUARD;
+  }
+}
+
+/* Datablocks for a block that needs n of them (one more for the guard). */
+static size_t guarded_pages(size_t n) { return n + (options.secure ? 1 : 0); }
+
 /* ---- free extents: insert with coalescing, carve --------------------------- */
 
 /* Make e (out of any list, not in the tree) a FREE extent of h, merged with
@@ -199,28 +221,6 @@ static extent_t *heap_carve(local_heap_t *h, extent_t *f, size_t off, size_t n) 
   e->next = e->prev = NULL;
   return e;
 }
-
-/* ---- guard pages (secure mode) ----------------------------------------------
- * A page block or large block carries one more datablock than it needs,
- * made a guard, so that running off its end faults instead of reaching the
- * next block.  The guard goes when the extent returns to the tree. */
-
-static bool extent_guard(extent_t *e) {
-  if (!options.secure) return true;
-  if (!os_guard((void *)(extent_end(e) - MM_PAGE_SIZE), MM_PAGE_SIZE, true)) return false;
-  e->flags |= MM_EXTENT_GUARD;
-  return true;
-}
-
-static void extent_unguard(extent_t *e) {
-  if (e->flags & MM_EXTENT_GUARD) {
-    os_guard((void *)(extent_end(e) - MM_PAGE_SIZE), MM_PAGE_SIZE, false);
-    e->flags &= (uint8_t)~MM_EXTENT_GUARD;
-  }
-}
-
-/* Datablocks for a block that needs n of them (one more for the guard). */
-static size_t guarded_pages(size_t n) { return n + (options.secure ? 1 : 0); }
 
 /* ---- slots ------------------------------------------------------------------ */
 
