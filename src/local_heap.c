@@ -81,11 +81,19 @@ static void heap_schedule_purge(local_heap_t *h, uint32_t freed_at) {
   }
 }
 
+/* e (freed, not yet in any list) counts as dirty all over. */
 static void heap_dirty_add(local_heap_t *h, extent_t *e, uint32_t now) {
-  e->flags = MM_EXTENT_DIRTY | (e->flags & MM_EXTENT_GUARD);
+  e->flags &= MM_EXTENT_GUARD;
   e->freed_at = now;
-  h->dirty_pages += e->node.npages;
+  e->dirty = (uint32_t)e->node.npages;
+  h->dirty_pages += e->dirty;
   heap_schedule_purge(h, now);
+}
+
+/* Set a free extent's dirty count, keeping the heap's sum. */
+static void extent_set_dirty(local_heap_t *h, extent_t *e, size_t dirty) {
+  h->dirty_pages = h->dirty_pages - e->dirty + dirty;
+  e->dirty = (uint32_t)dirty;
 }
 
 /* ---- guard pages (secure mode) ----------------------------------------------
@@ -113,8 +121,8 @@ static size_t guarded_pages(size_t n) { return n + (options.secure ? 1 : 0); }
 /* ---- free extents: insert with coalescing, carve --------------------------- */
 
 /* Make e (out of any list, not in the tree) a FREE extent of h, merged with
- * free neighbours.  e's flags and freed_at must be set, and counted in
- * dirty_pages if dirty.  Returns the extent that now holds e's pages. */
+ * free neighbours.  e's flags, freed_at and dirty must be set (and dirty
+ * counted in dirty_pages).  Returns the extent that now holds e's pages. */
 static extent_t *heap_insert_free(local_heap_t *h, extent_t *e) {
   extent_unguard(e);
   slot_t *slot = slot_of_extent(e);
@@ -134,20 +142,19 @@ static extent_t *heap_insert_free(local_heap_t *h, extent_t *e) {
     region_map_ends(e);
     return e;
   }
-  /* Merge: dirty if any part is, zero only if all are, freed when the
-   * newest dirty part was (so no part is purged before its delay). */
+  /* Merge: the dirty counts add up, zero only if all parts are, freed when
+   * the newest dirty part was (so no part is purged before its delay). */
   extent_t *parts[3] = {left, e, right};
-  size_t total = 0;
-  uint8_t dirty = 0, zero = MM_EXTENT_ZERO;
+  size_t total = 0, dirty = 0;
+  uint8_t zero = MM_EXTENT_ZERO;
   uint32_t newest = 0;
   bool have_time = false;
   for (int i = 0; i < 3; i++) {
     extent_t *p = parts[i];
     if (!p) continue;
     total += p->node.npages;
-    if (p->flags & MM_EXTENT_DIRTY) {
-      h->dirty_pages -= p->node.npages;
-      dirty = MM_EXTENT_DIRTY;
+    if (p->dirty) {
+      dirty += p->dirty;
       if (!have_time || (int32_t)(p->freed_at - newest) > 0) newest = p->freed_at;
       have_time = true;
     }
@@ -166,11 +173,9 @@ static extent_t *heap_insert_free(local_heap_t *h, extent_t *e) {
     interval_tree_resize(&h->tree, &right->node, start, total);
   }
   region_extent_delete(slot, e);
-  keep->flags = (uint8_t)(dirty | zero);
-  if (dirty) {
-    keep->freed_at = newest;
-    h->dirty_pages += total;
-  }
+  keep->flags = zero;
+  keep->dirty = (uint32_t)dirty; /* the parts' counts, already in dirty_pages */
+  if (dirty) keep->freed_at = newest;
   region_map_ends(keep);
   return keep;
 }
@@ -195,22 +200,27 @@ static extent_t *heap_carve(local_heap_t *h, extent_t *f, size_t off, size_t n) 
   }
   uint8_t flags = f->flags;
   uint32_t freed_at = f->freed_at;
+  size_t dirty = f->dirty;
   uintptr_t s = f->node.start + (off << MM_PAGE_SHIFT);
-  if (flags & MM_EXTENT_DIRTY) h->dirty_pages -= n;
   if (!before && !after) {
     interval_tree_remove(&h->tree, &f->node);
+    extent_set_dirty(h, f, 0);
   } else if (!before) {
     interval_tree_resize(&h->tree, &f->node, s + (n << MM_PAGE_SHIFT), after);
+    extent_set_dirty(h, f, dirty < after ? dirty : after);
     region_map_ends(f);
   } else {
     interval_tree_resize(&h->tree, &f->node, f->node.start, before);
+    extent_set_dirty(h, f, dirty < before ? dirty : before);
     region_map_ends(f);
     if (g) {
       g->kind = MM_EXTENT_FREE;
       g->flags = flags;
       g->freed_at = freed_at;
+      g->dirty = 0;
       g->node.start = s + (n << MM_PAGE_SHIFT);
       g->node.npages = after;
+      extent_set_dirty(h, g, dirty < after ? dirty : after);
       interval_tree_insert(&h->tree, &g->node);
       region_map_ends(g);
     }
@@ -218,6 +228,7 @@ static extent_t *heap_carve(local_heap_t *h, extent_t *f, size_t off, size_t n) 
   e->node.start = s;
   e->node.npages = n;
   e->flags = flags & MM_EXTENT_ZERO;
+  e->dirty = 0;
   e->next = e->prev = NULL;
   return e;
 }
@@ -245,7 +256,7 @@ static size_t heap_release_empty_slots(local_heap_t *h, uint32_t keep) {
         keep--;
       } else {
         interval_tree_remove(&h->tree, &f->node);
-        if (f->flags & MM_EXTENT_DIRTY) h->dirty_pages -= f->node.npages;
+        extent_set_dirty(h, f, 0);
         *link = slot->next;
         h->nslots--;
         region_slot_release(slot);
@@ -345,7 +356,7 @@ extent_t *local_heap_take_page(local_heap_t *h, unsigned cls) {
     if (c->node.npages == n) {
       page_queue_remove(&h->cache, c);
       h->cache_count--;
-      if (c->flags & MM_EXTENT_DIRTY) h->dirty_pages -= n;
+      extent_set_dirty(h, c, 0);
       e = c;
       break;
     }
@@ -537,13 +548,14 @@ bool local_heap_resize_large(extent_t *e, size_t size) {
     size_t more = n - old;
     if (r && r->kind == MM_EXTENT_FREE && r->node.npages >= more &&
         region_commit_to(slot, end + (more << MM_PAGE_SHIFT))) {
-      if (r->flags & MM_EXTENT_DIRTY) h->dirty_pages -= more;
       if (r->node.npages == more) {
         interval_tree_remove(&h->tree, &r->node);
+        extent_set_dirty(h, r, 0);
         region_extent_delete(slot, r);
       } else {
-        interval_tree_resize(&h->tree, &r->node, end + (more << MM_PAGE_SHIFT),
-                             r->node.npages - more);
+        size_t left_over = r->node.npages - more;
+        interval_tree_resize(&h->tree, &r->node, end + (more << MM_PAGE_SHIFT), left_over);
+        if (r->dirty > left_over) extent_set_dirty(h, r, left_over);
         region_map_ends(r);
       }
       e->node.npages = n;
@@ -682,7 +694,7 @@ typedef struct purge_walk_s {
 static bool purge_visit(itree_node_t *node, void *arg) {
   purge_walk_t *w = arg;
   extent_t *e = extent_of_node(node);
-  if (!(e->flags & MM_EXTENT_DIRTY)) return true;
+  if (!e->dirty) return true;
   if (!w->force && !time_reached(w->now, e->freed_at + w->delay)) {
     w->dirty_left = true;
     return true;
@@ -696,7 +708,7 @@ static bool purge_visit(itree_node_t *node, void *arg) {
     return true;
   }
   w->h->purged_bytes += end > e->node.start ? end - e->node.start : 0;
-  w->h->dirty_pages -= e->node.npages;
+  extent_set_dirty(w->h, e, 0);
   e->flags = MM_EXTENT_ZERO;
   return true;
 }
@@ -865,7 +877,13 @@ static bool check_visit(itree_node_t *node, void *arg) {
     w->ok = false;
     return false;
   }
-  if (e->flags & MM_EXTENT_DIRTY) w->dirty += e->node.npages;
+  if (e->dirty > e->node.npages) {
+    os_format(w->why, w->why_size, "heap %u: extent %p counts %u dirty pages of %zu",
+              w->h->index, (void *)e->node.start, e->dirty, e->node.npages);
+    w->ok = false;
+    return false;
+  }
+  w->dirty += e->dirty;
   return true;
 }
 
@@ -880,7 +898,7 @@ bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size) {
       os_format(why, why_size, "heap %u: page cache holds a foreign extent", h->index);
       return false;
     }
-    if (c->flags & MM_EXTENT_DIRTY) w.dirty += c->node.npages;
+    w.dirty += c->dirty;
   }
   if (n != h->cache_count) {
     os_format(why, why_size, "heap %u: cache_count %u but %u cached", h->index, h->cache_count, n);

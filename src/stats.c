@@ -26,7 +26,10 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   }
   s->free_bytes = (uint64_t)h->tree.total_pages << MM_PAGE_SHIFT;
   s->free_extents = h->tree.count;
+  /* dirty_pages is an upper bound (see local_heap_t); no page can be
+   * resident that was never committed */
   s->dirty_bytes = (uint64_t)h->dirty_pages << MM_PAGE_SHIFT;
+  if (s->dirty_bytes > s->committed) s->dirty_bytes = s->committed;
   for (extent_t *c = h->cache.first; c; c = c->next)
     s->cached_bytes += c->node.npages << MM_PAGE_SHIFT;
   for (unsigned c = 0; c < MM_CLASSES; c++)

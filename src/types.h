@@ -87,7 +87,7 @@ typedef enum extent_kind_e {
  *                   magic, block_size: const while the extent is a page.
  *   line 1:         kind: home heap's lock (or the owner as it turns its
  *                   page); PAGE reserved, capacity, size_class, idle: owner;
- *                   FREE/CACHED flags, freed_at: home heap's lock;
+ *                   FREE/CACHED flags, freed_at, dirty: home heap's lock;
  *                   next/prev: the owner (page queues) or the lock.
  *   line 2:         node.start, node.npages: const while in use; the tree
  *                   links: home heap's lock.
@@ -112,19 +112,19 @@ typedef struct extent_s {
   uint32_t capacity; /* blocks that fit in the page */
   uint8_t kind;      /* extent_kind_t */
   uint8_t size_class;
-  uint8_t flags;     /* FREE/CACHED: MM_EXTENT_DIRTY, MM_EXTENT_ZERO */
+  uint8_t flags;     /* MM_EXTENT_ZERO, MM_EXTENT_GUARD */
   uint8_t idle;      /* PAGE: heartbeats in a row it was seen empty */
   uint32_t freed_at; /* FREE/CACHED: when it became free, ms */
   struct extent_s *next; /* page queue / full list / abandoned / cache */
   struct extent_s *prev;
-  uint64_t reserved_line1[4];
+  uint32_t dirty;    /* FREE/CACHED: pages that may be resident (<= npages) */
+  uint32_t unused_line1[7];
   /* line 2 */
   itree_node_t node; /* node.start, node.npages: the extent, for every kind */
   uint64_t reserved_line2[2];
 } extent_t;
 
 /* extent_t.flags */
-#define MM_EXTENT_DIRTY 1u /* pages touched since the last purge */
 #define MM_EXTENT_ZERO 2u  /* every byte reads as zero (fresh or purged) */
 #define MM_EXTENT_GUARD 4u /* PAGE/LARGE/CACHED: its last datablock is a guard */
 
@@ -232,7 +232,9 @@ typedef struct thread_heap_s {
  * Invariants (under lock):
  *   the tree holds every FREE extent of the heap's slots, coalesced: no two
  *   free extents touch;
- *   dirty_pages == sum of npages over FREE and CACHED extents with dirty set;
+ *   dirty_pages == sum of dirty over FREE and CACHED extents (an upper bound
+ *   on their resident pages: a freed extent counts whole, a merge adds, a
+ *   carve gives each remainder at most its size);
  *   xpurge_at == 0 iff dirty_pages == 0, else the time (ms) at which the
  *   oldest dirty extent becomes due for purging. */
 typedef struct local_heap_s {
