@@ -64,6 +64,7 @@ void options_print(void);
 enum { MM_FAULT_RESERVE = 0, MM_FAULT_COMMIT = 1, MM_FAULT_PURGE = 2, MM_FAULT_KINDS = 3 };
 void os_init(void);
 void *os_reserve(size_t size, size_t align);
+void *os_reserve_offset(size_t size, size_t align, size_t offset);
 bool os_reserve_at(void *p, size_t size);
 void os_release(void *p, size_t size);
 bool os_commit(void *p, size_t size);
@@ -136,6 +137,7 @@ size_t region_slot_data_pages(void);
 void region_slot_release(slot_t *slot);
 bool region_commit_to(slot_t *slot, uintptr_t end);
 extent_t *region_huge_new(uint32_t heap, size_t size, size_t align);
+extent_t *region_huge_at(uintptr_t a);
 void region_huge_free(extent_t *e);
 extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail);
 

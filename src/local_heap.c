@@ -160,6 +160,19 @@ static extent_t *heap_insert_free(local_heap_t *h, extent_t *e) {
     }
     zero &= p->flags;
   }
+  /* A part whose address space was given back makes the whole merged
+   * extent unmapped: the others are unmapped too (they are free). */
+  bool unmapped = false;
+  for (int i = 0; i < 3; i++)
+    if (parts[i] && (parts[i]->flags & MM_EXTENT_UNMAPPED)) unmapped = true;
+  if (unmapped)
+    for (int i = 0; i < 3; i++) {
+      extent_t *p = parts[i];
+      if (!p || (p->flags & MM_EXTENT_UNMAPPED)) continue;
+      os_release((void *)p->node.start, p->node.npages << MM_PAGE_SHIFT);
+      dirty -= p->dirty;
+      extent_set_dirty(h, p, 0);
+    }
   extent_t *keep;
   if (left) {
     keep = left;
@@ -173,7 +186,7 @@ static extent_t *heap_insert_free(local_heap_t *h, extent_t *e) {
     interval_tree_resize(&h->tree, &right->node, start, total);
   }
   region_extent_delete(slot, e);
-  keep->flags = zero;
+  keep->flags = unmapped ? MM_EXTENT_ZERO | MM_EXTENT_UNMAPPED : zero;
   keep->dirty = (uint32_t)dirty; /* the parts' counts, already in dirty_pages */
   if (dirty) keep->freed_at = newest;
   region_map_ends(keep);
@@ -269,21 +282,58 @@ static size_t heap_release_empty_slots(local_heap_t *h, uint32_t keep) {
   return released;
 }
 
+/* ---- address-space pressure ------------------------------------------------
+ * When the OS refuses to reserve or commit (an RLIMIT_AS, a full address
+ * space, an exhausted commit limit), free memory gives its address space
+ * back: empty slots are unmapped, and so is every free extent of 64 KiB or
+ * more, in place (MM_EXTENT_UNMAPPED: it keeps its place in the tree and is
+ * mapped again, piece by piece, when an allocation takes it).  So freed
+ * memory is reusable even by a block bigger than a slot. */
+
+typedef struct unmap_walk_s {
+  local_heap_t *h;
+  size_t bytes;
+} unmap_walk_t;
+
+static bool unmap_visit(itree_node_t *node, void *arg) {
+  unmap_walk_t *w = arg;
+  extent_t *e = extent_of_node(node);
+  if ((e->flags & MM_EXTENT_UNMAPPED) || e->node.npages < 16) return true;
+  os_release((void *)e->node.start, e->node.npages << MM_PAGE_SHIFT);
+  extent_set_dirty(w->h, e, 0);
+  e->flags = MM_EXTENT_ZERO | MM_EXTENT_UNMAPPED;
+  slot_of_extent(e)->holes = 1;
+  w->bytes += e->node.npages << MM_PAGE_SHIFT;
+  return true;
+}
+
+/* Lock held.  Bytes of address space given back. */
+static size_t heap_give_back_address_space(local_heap_t *h) {
+  size_t slots = heap_release_empty_slots(h, 0);
+  unmap_walk_t w = {h, slots * MM_SLOT_SIZE};
+  /* the page cache first: its blocks go to the tree (and out with it) */
+  while (h->cache.last) {
+    extent_t *c = h->cache.last;
+    page_queue_remove(&h->cache, c);
+    h->cache_count--;
+    heap_insert_free(h, c);
+  }
+  interval_tree_foreach(&h->tree, unmap_visit, &w);
+  return w.bytes;
+}
+
+/* Every heap gives back its address space: `self` (whose lock the caller
+ * holds, or NULL), the others if their lock is free right now.  Also the
+ * cached huge mappings.  Bytes given back. */
+static size_t relieve_pressure(local_heap_t *self);
+
 /* A new slot for h, its data area inserted in the tree.  When the OS
- * refuses, give back the empty slots of every heap we can lock without
- * waiting, and try once more. */
+ * refuses, relieve the pressure and try once more. */
 static extent_t *heap_grow(local_heap_t *h) {
   extent_t *f;
   slot_t *slot = region_slot_new(h->index, &f);
   if (!slot) {
-    size_t released = heap_release_empty_slots(h, 0);
-    for (uint32_t i = 0; i < mm_nheaps; i++) {
-      local_heap_t *o = &mm_heaps[i];
-      if (o == h || pthread_mutex_trylock(&o->lock) != 0) continue;
-      released += heap_release_empty_slots(o, 0);
-      heap_unlock(o);
-    }
-    if (released) slot = region_slot_new(h->index, &f);
+    if (relieve_pressure(h)) slot = region_slot_new(h->index, &f);
     if (!slot) return NULL;
   }
   slot->next = h->slots;
@@ -291,6 +341,20 @@ static extent_t *heap_grow(local_heap_t *h) {
   h->nslots++;
   interval_tree_insert(&h->tree, &f->node);
   return f;
+}
+
+/* Make [start, start + n pages) of slot read-write: the slot's committed
+ * prefix grows to cover it (few mprotect calls, two mappings per slot), or,
+ * in a slot with holes, exactly that range.  On failure the pressure is
+ * relieved and the commit tried once more. */
+static bool heap_commit(local_heap_t *h, slot_t *slot, uintptr_t start, size_t n) {
+  for (int attempt = 0; attempt < 2; attempt++) {
+    bool ok = slot->holes ? os_commit((void *)start, n << MM_PAGE_SHIFT)
+                          : region_commit_to(slot, start + (n << MM_PAGE_SHIFT));
+    if (ok) return true;
+    if (attempt == 0 && !relieve_pressure(h)) break;
+  }
+  return false;
 }
 
 /* An extent of n pages aligned to align_pages, carved from h's free space
@@ -328,14 +392,34 @@ static extent_t *heap_alloc_extent(local_heap_t *h, size_t n, size_t align_pages
       off = (s - f->node.start) >> MM_PAGE_SHIFT;
     }
     slot_t *slot = slot_of_extent(f);
-    uintptr_t end = f->node.start + ((off + n) << MM_PAGE_SHIFT);
-    if (!region_commit_to(slot, end)) {
+    if (f->flags & MM_EXTENT_UNMAPPED) {
+      if (off && align_pages == 1) off = 0; /* keep the rest in one piece */
+      void *s = (void *)(f->node.start + (off << MM_PAGE_SHIFT));
+      size_t bytes = n << MM_PAGE_SHIFT;
+      if (!os_reserve_at(s, bytes)) {
+        if (errno == EEXIST) { /* another mapping took the hole: lose it */
+          interval_tree_remove(&h->tree, &f->node);
+          extent_set_dirty(h, f, 0);
+          region_extent_delete(slot, f);
+          attempt--;
+          continue;
+        }
+        errno = ENOMEM;
+        return NULL;
+      }
+      if (!os_commit(s, bytes)) {
+        os_release(s, bytes);
+        errno = ENOMEM;
+        return NULL;
+      }
+    } else if (!heap_commit(h, slot, f->node.start + (off << MM_PAGE_SHIFT), n)) {
       errno = ENOMEM;
       return NULL;
     }
     extent_t *e = heap_carve(h, f, off, n);
-    if (!e && off && align_pages == 1) e = heap_carve(h, f, 0, n);
+    if (!e && off && align_pages == 1 && !(f->flags & MM_EXTENT_UNMAPPED)) e = heap_carve(h, f, 0, n);
     if (e) return e;
+    if (f->flags & MM_EXTENT_UNMAPPED) os_release((void *)(f->node.start + (off << MM_PAGE_SHIFT)), n << MM_PAGE_SHIFT);
     /* This slot is out of descriptors: take a fresh slot and retry there. */
     if (!heap_grow(h)) break;
   }
@@ -598,6 +682,24 @@ static void huge_cache_drop(local_heap_t *h, extent_t *c) {
   region_huge_free(c);
 }
 
+static size_t relieve_pressure(local_heap_t *self) {
+  size_t bytes = 0;
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    local_heap_t *o = &mm_heaps[i];
+    if (o != self) {
+      if (self ? pthread_mutex_trylock(&o->lock) != 0 : (heap_lock(o), false)) continue;
+    }
+    while (o->huge_cache.first) {
+      bytes += slot_of_extent(o->huge_cache.first)->size;
+      huge_cache_drop(o, o->huge_cache.first);
+    }
+    atomic_store_relaxed(&o->xhuge_cached, 0);
+    bytes += heap_give_back_address_space(o);
+    if (o != self) heap_unlock(o);
+  }
+  return bytes;
+}
+
 /* Huge blocks: their own mappings, counted here, reused from the cache of
  * recently freed ones before a new one is mapped.  zero: the caller needs
  * zeroed memory (a fresh mapping is; a reused one is purged first). */
@@ -622,23 +724,7 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zer
     }
   }
   if (!e) e = region_huge_new(h->index, size, align);
-  if (!e && errno == ENOMEM) {
-    /* Out of address space: unmap the slots that stand empty and the cached
-     * huge mappings, then retry. */
-    size_t released = 0;
-    for (uint32_t i = 0; i < mm_nheaps; i++) {
-      local_heap_t *o = &mm_heaps[i];
-      heap_lock(o);
-      released += heap_release_empty_slots(o, 0);
-      while (o->huge_cache.first) {
-        huge_cache_drop(o, o->huge_cache.first);
-        released++;
-      }
-      atomic_store_relaxed(&o->xhuge_cached, 0);
-      heap_unlock(o);
-    }
-    if (released) e = region_huge_new(h->index, size, align);
-  }
+  if (!e && errno == ENOMEM && relieve_pressure(NULL)) e = region_huge_new(h->index, size, align);
   if (!e) return NULL;
   heap_lock(h);
   h->huge_allocs++;
@@ -702,7 +788,7 @@ static bool purge_visit(itree_node_t *node, void *arg) {
   slot_t *slot = slot_of_extent(e);
   uintptr_t end = extent_end(e);
   uintptr_t committed = (uintptr_t)slot + slot->committed;
-  if (end > committed) end = committed;
+  if (end > committed && !slot->holes) end = committed;
   if (end > e->node.start && !os_purge((void *)e->node.start, end - e->node.start)) {
     w->dirty_left = true; /* the OS refused: try again next time */
     return true;

@@ -74,17 +74,35 @@ static inline bool os_fault(int kind) {
 
 /* ---- address space ------------------------------------------------------- */
 
-/* Reserve `size` bytes aligned to `align` (a power of two >= the OS page),
- * inaccessible.  NULL when the OS refuses. */
-void *os_reserve(size_t size, size_t align) {
+/* Reserve `size` bytes at an address q with (q + offset) aligned to `align`
+ * (a power of two >= the OS page), inaccessible.  NULL when the OS refuses.
+ * The kernel hands out addresses top-down, next to the last mapping, so an
+ * unaligned first try is usually followed by a free aligned spot just below
+ * it; only when that fails do we over-reserve by the alignment and trim
+ * (which needs the extra address space for a moment: under an RLIMIT_AS it
+ * may not be there). */
+void *os_reserve_offset(size_t size, size_t align, size_t offset) {
   if (os_fault(MM_FAULT_RESERVE)) return NULL;
   if (size + align < size) return NULL;
-  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-  /* Over-reserve by the alignment, then give back the head and the tail. */
-  size_t span = size + align;
-  char *p = mmap(NULL, span, PROT_NONE, flags, -1, 0);
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  uintptr_t mask = (uintptr_t)align - 1;
+  char *p = mmap(NULL, size, PROT_NONE, flags, -1, 0);
   if (p == MAP_FAILED) return NULL;
-  uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+  if ((((uintptr_t)p + offset) & mask) == 0) return p;
+  munmap(p, size);
+  uintptr_t down = (((uintptr_t)p + offset) & ~mask) - offset;
+  uintptr_t tries[2] = {down, down + align};
+  for (int i = 0; i < 2; i++) {
+    if (tries[i] < (uintptr_t)MM_PAGE_SIZE << 4) continue; /* not near NULL */
+    char *q = mmap((void *)tries[i], size, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
+    if (q == (char *)tries[i]) return q;
+    if (q != MAP_FAILED) munmap(q, size); /* an old kernel took it as a hint */
+  }
+  size_t span = size + align;
+  p = mmap(NULL, span, PROT_NONE, flags, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  uintptr_t start = ((((uintptr_t)p + offset) + mask) & ~mask) - offset;
+  if (start < (uintptr_t)p) start += align;
   size_t head = start - (uintptr_t)p;
   size_t tail = span - head - size;
   if (head) munmap(p, head);
@@ -92,16 +110,22 @@ void *os_reserve(size_t size, size_t align) {
   return (void *)start;
 }
 
+void *os_reserve(size_t size, size_t align) { return os_reserve_offset(size, align, 0); }
+
 /* Try to extend a reservation in place: reserve [p, p + size) exactly.
  * Fails (false) when anything is mapped there. */
 bool os_reserve_at(void *p, size_t size) {
-  if (os_fault(MM_FAULT_RESERVE)) return false;
+  if (os_fault(MM_FAULT_RESERVE)) {
+    errno = ENOMEM;
+    return false;
+  }
   void *q = mmap(p, size, PROT_NONE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
                  -1, 0);
-  if (q == MAP_FAILED) return false;
+  if (q == MAP_FAILED) return false; /* errno: EEXIST (taken) or ENOMEM */
   if (q != p) { /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
     munmap(q, size);
+    errno = EEXIST;
     return false;
   }
   return true;

@@ -38,10 +38,12 @@
 
 _Atomic(uint8_t) mm_slot_table[MM_SLOT_TABLE_SIZE];
 
+/* Set the entries of every slot [base, base + size) touches (base is slot
+ * aligned; size need not be). */
 static void slot_table_set(uintptr_t base, uintptr_t size, uint8_t head,
                            uint8_t tail) {
   size_t i = base >> MM_SLOT_SHIFT;
-  size_t n = size >> MM_SLOT_SHIFT;
+  size_t n = (size + MM_SLOT_SIZE - 1) >> MM_SLOT_SHIFT;
   for (size_t k = n; k-- > 0;) /* head last: readers start from it */
     atomic_store_release(&mm_slot_table[i + k], k ? tail : head);
 }
@@ -129,6 +131,7 @@ static void slot_header_init(slot_t *slot, uint32_t heap, uint32_t huge,
   slot->desc_free = NULL;
   slot->desc_top = 0;
   slot->desc_used = 0;
+  slot->holes = 0;
   slot->next = NULL;
 }
 
@@ -213,17 +216,32 @@ bool region_commit_to(slot_t *slot, uintptr_t end) {
 
 /* ---- huge blocks -------------------------------------------------------------
  * A huge block is a mapping of its own, slot-aligned, laid out like a slot:
- * header, page map and one LARGE extent for the block, which starts at
- * base + MM_SLOT_META_SIZE (or the next multiple of a larger alignment). */
+ * header, page map and one LARGE extent (the slot's first descriptor) for
+ * the block, which starts `off` bytes in:
+ *   off = MM_SLOT_META_SIZE            alignments up to 2 MiB
+ *   off = align                        alignments in (2 MiB, MM_SLOT_SIZE)
+ *   off = MM_SLOT_SIZE                 larger alignments: the block starts at
+ *                                      a slot boundary (table kind
+ *                                      MM_SLOT_HUGE_AT), its header lies one
+ *                                      slot below
+ * The mapping is as long as the block needs, to the page (not to the slot):
+ * a huge block costs only its own address space. */
 
 static uintptr_t huge_offset(size_t align) {
-  return align > MM_SLOT_META_SIZE ? align : MM_SLOT_META_SIZE;
+  if (align <= MM_SLOT_META_SIZE) return MM_SLOT_META_SIZE;
+  return align < MM_SLOT_SIZE ? align : MM_SLOT_SIZE;
 }
 
-static uintptr_t huge_mapping_size(size_t size, size_t align) {
+static uintptr_t huge_mapping_size(uintptr_t off, size_t size) {
   /* secure mode: at least one reserved (inaccessible) page after the block */
-  uintptr_t total = huge_offset(align) + size + (options.secure ? MM_PAGE_SIZE : 0);
-  return (total + MM_SLOT_SIZE - 1) & ~(MM_SLOT_SIZE - 1);
+  return off + size + (options.secure ? MM_PAGE_SIZE : 0);
+}
+
+/* Slot table entries of a huge mapping [base, base + msize). */
+static void huge_table_set(uintptr_t base, uintptr_t msize, uintptr_t off) {
+  slot_table_set(base, msize, MM_SLOT_HUGE, MM_SLOT_HUGE_TAIL);
+  if (off >= MM_SLOT_SIZE) atomic_store_release(&mm_slot_table[(base + off) >> MM_SLOT_SHIFT],
+                                                MM_SLOT_HUGE_AT);
 }
 
 extent_t *region_huge_new(uint32_t heap, size_t size, size_t align) {
@@ -232,16 +250,16 @@ extent_t *region_huge_new(uint32_t heap, size_t size, size_t align) {
     errno = ENOMEM;
     return NULL;
   }
-  uintptr_t msize = huge_mapping_size(size, align);
-  size_t base_align = align > MM_SLOT_SIZE ? align : MM_SLOT_SIZE;
-  void *base = os_reserve(msize, base_align);
+  uintptr_t off = huge_offset(align);
+  uintptr_t msize = huge_mapping_size(off, size);
+  /* base is slot-aligned, and base + off aligned to align */
+  void *base = off >= MM_SLOT_SIZE ? os_reserve_offset(msize, align, off)
+                                   : os_reserve(msize, MM_SLOT_SIZE);
   if (!base) {
     errno = ENOMEM;
     return NULL;
   }
-  uintptr_t off = huge_offset(align);
-  if (!os_commit(base, MM_SLOT_META_SIZE) ||
-      !os_commit((char *)base + off, size)) {
+  if (!os_commit(base, MM_SLOT_META_SIZE) || !os_commit((char *)base + off, size)) {
     os_release(base, msize);
     errno = ENOMEM;
     return NULL;
@@ -255,11 +273,20 @@ extent_t *region_huge_new(uint32_t heap, size_t size, size_t align) {
   e->node.start = (uintptr_t)base + off;
   e->node.npages = size >> MM_PAGE_SHIFT;
   /* The page map covers the first slot only: enough for free(p), which only
-   * ever looks at the block's first datablock. */
-  slot_map(slot)[off >> MM_PAGE_SHIFT] = (uint32_t)((uintptr_t)e - (uintptr_t)slot);
+   * ever looks at the block's first datablock (HUGE_AT blocks are found as
+   * the slot's first descriptor). */
+  if (off < MM_SLOT_SIZE)
+    slot_map(slot)[off >> MM_PAGE_SHIFT] = (uint32_t)((uintptr_t)e - (uintptr_t)slot);
   if (options.hugepages != 0) os_hugepages((char *)base + off, size, true);
-  slot_table_set((uintptr_t)base, msize, MM_SLOT_HUGE, MM_SLOT_HUGE_TAIL);
+  huge_table_set((uintptr_t)base, msize, off);
   return e;
+}
+
+/* The huge block starting at a slot boundary (table kind MM_SLOT_HUGE_AT). */
+extent_t *region_huge_at(uintptr_t a) {
+  slot_t *slot = (slot_t *)((uintptr_t)slot_of_address(a) - MM_SLOT_SIZE);
+  extent_t *e = slot_extents(slot);
+  return e->kind != MM_EXTENT_UNUSED && e->node.start == a ? e : NULL;
 }
 
 void region_huge_free(extent_t *e) { region_slot_release(slot_of_extent(e)); }
@@ -267,9 +294,9 @@ void region_huge_free(extent_t *e) { region_slot_release(slot_of_extent(e)); }
 /* Resize a huge block to `size` bytes, in place if the mapping can grow (or
  * shrink) where it is, else by moving its pages (no copy) into a new
  * reservation.  keep_tail: when shrinking, keep the pages past the new end
- * (a reused mapping that will likely grow again) instead of purging them
- * and unmapping whole slots behind it.  Returns the extent (its start may
- * have moved) or NULL with nothing changed. */
+ * (a reused mapping that will likely grow again) instead of purging and
+ * unmapping them.  Returns the extent (its start may have moved) or NULL
+ * with nothing changed. */
 extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
   slot_t *slot = slot_of_extent(e);
   size = (size + MM_PAGE_SIZE - 1) & ~(MM_PAGE_SIZE - 1);
@@ -280,65 +307,77 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
     return NULL;
   }
   uintptr_t old_msize = slot->size;
-  uintptr_t new_msize = (off + size + MM_SLOT_SIZE - 1) & ~(MM_SLOT_SIZE - 1);
+  uintptr_t new_msize = huge_mapping_size(off, size);
   size_t old_size = e->node.npages << MM_PAGE_SHIFT;
-  const uint8_t head = MM_SLOT_HUGE, tail = MM_SLOT_HUGE_TAIL;
   if (new_msize <= old_msize) {
-    /* Shrink: keep the mapping, give the tail pages back. */
-    if (size < old_size && !keep_tail)
+    /* Shrink (or grow within what is mapped): keep the mapping's start,
+     * give the tail back unless asked to keep it. */
+    if (size < old_size && !keep_tail) {
       os_purge((void *)(e->node.start + size), old_size - size);
-    if (new_msize < old_msize && !keep_tail) {
-      slot_table_set(base + new_msize, old_msize - new_msize, 0, 0);
-      os_release((void *)(base + new_msize), old_msize - new_msize);
-      slot->size = new_msize;
+      if (new_msize < old_msize) {
+        os_release((void *)(base + new_msize), old_msize - new_msize);
+        slot_table_set(base, old_msize, 0, 0);
+        huge_table_set(base, new_msize, off);
+        slot->size = new_msize;
+        if (slot->committed > new_msize) slot->committed = new_msize;
+      }
     }
-    if (size > old_size && off + size > slot->committed &&
-        !os_commit((void *)(base + slot->committed), off + size - slot->committed))
-      return NULL;
+    if (off + size > slot->committed) {
+      if (!os_commit((void *)(base + slot->committed), off + size - slot->committed)) {
+        errno = ENOMEM;
+        return NULL;
+      }
+      slot->committed = off + size;
+    }
     e->node.npages = size >> MM_PAGE_SHIFT;
-    if (off + size > slot->committed) slot->committed = off + size;
     return e;
   }
   /* Grow in place when the address space behind the mapping is free. */
   if (os_reserve_at((void *)(base + old_msize), new_msize - old_msize)) {
-    if (!os_commit((void *)(e->node.start + old_size), size - old_size)) {
+    if (!os_commit((void *)(base + slot->committed), off + size - slot->committed)) {
       os_release((void *)(base + old_msize), new_msize - old_msize);
       errno = ENOMEM;
       return NULL;
     }
-    slot_table_set(base + old_msize, new_msize - old_msize, tail, tail);
+    huge_table_set(base, new_msize, off);
     slot->size = new_msize;
     slot->committed = off + size;
-    e->node.npages = size >> MM_PAGE_SHIFT;
     if (options.hugepages != 0)
       os_hugepages((void *)(e->node.start + old_size), size - old_size, true);
+    e->node.npages = size >> MM_PAGE_SHIFT;
     return e;
   }
-  /* Move: a new aligned reservation, then mremap the whole old mapping
-   * (header included) onto it, grown to the new size. */
-  void *to = os_reserve(new_msize, off > MM_SLOT_SIZE ? off : MM_SLOT_SIZE);
+  /* Move: a new reservation, then mremap the used part of the old mapping
+   * (header included) onto it, grown to the new size; the rest of the old
+   * mapping is unmapped.  (The block keeps only the slot alignment: realloc
+   * promises no more.) */
+  uintptr_t noff = off >= MM_SLOT_SIZE ? MM_SLOT_META_SIZE : off;
+  if (noff != off) { /* a HUGE_AT block: its data cannot move with the header */
+    errno = ENOMEM;
+    return NULL;
+  }
+  void *to = os_reserve(new_msize, MM_SLOT_SIZE);
   if (!to) {
     errno = ENOMEM;
     return NULL;
   }
-  uintptr_t old_used = off + old_size;
+  uintptr_t old_used = slot->committed > old_msize ? old_msize : slot->committed;
   if (!os_remap_to(slot, old_used, to, off + size)) {
     os_release(to, new_msize);
     errno = ENOMEM;
     return NULL;
   }
-  /* The old range is unmapped now; the new one holds header and data. */
+  /* The old range [base, base + old_used) is unmapped now; its tail too. */
   slot_table_set(base, old_msize, 0, 0);
   if (old_msize > old_used) os_release((void *)(base + old_used), old_msize - old_used);
   slot_t *ns = to;
-  /* mremap carried the protection of the old pages; the grown part is new
-   * and inaccessible-reserved no more (mremap maps it read-write). */
+  slot_hide_from_valgrind(ns);
   ns->size = new_msize;
   ns->committed = off + size;
   extent_t *ne = slot_extents(ns) + (e - slot_extents(slot));
   ne->node.start = (uintptr_t)to + off;
   ne->node.npages = size >> MM_PAGE_SHIFT;
   if (options.hugepages != 0) os_hugepages((void *)ne->node.start, size, true);
-  slot_table_set((uintptr_t)to, new_msize, head, tail);
+  huge_table_set((uintptr_t)to, new_msize, off);
   return ne;
 }

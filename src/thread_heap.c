@@ -494,6 +494,12 @@ extent_t *thread_heap_lookup(const void *p, const char *call) {
   if (te == MM_SLOT_NONE)
     bad_pointer(call, p, "invalid pointer (not allocated by mmalloc, or already freed)");
   if (te == MM_SLOT_HUGE_TAIL) bad_pointer(call, p, "invalid pointer (inside a block)");
+  if (te == MM_SLOT_HUGE_AT) {
+    extent_t *h = region_huge_at(a);
+    if (!h) bad_pointer(call, p, "invalid pointer (inside a block)");
+    if (h->kind != MM_EXTENT_LARGE) bad_pointer(call, p, "invalid pointer (freed memory: double free?)");
+    return h;
+  }
   slot_t *slot = slot_of_address(a);
   extent_t *e = region_extent_at(slot, a & ~(uintptr_t)(MM_PAGE_SIZE - 1));
   if (!e) {

@@ -127,6 +127,7 @@ typedef struct extent_s {
 /* extent_t.flags */
 #define MM_EXTENT_ZERO 2u  /* every byte reads as zero (fresh or purged) */
 #define MM_EXTENT_GUARD 4u /* PAGE/LARGE/CACHED: its last datablock is a guard */
+#define MM_EXTENT_UNMAPPED 8u /* FREE: its address space was given back (munmap) */
 
 _Static_assert(sizeof(extent_t) == 192, "extent descriptor is three lines");
 _Static_assert(offsetof(extent_t, xowner) + sizeof(void *) == 64,
@@ -155,6 +156,8 @@ typedef struct slot_s {
   extent_t *desc_free;/* descriptor free list */
   uint32_t desc_top;  /* descriptors ever handed out */
   uint32_t desc_used; /* descriptors in use */
+  uint32_t holes;     /* some free extents were unmapped in place: commit
+                         exactly what is carved, not a prefix */
   struct slot_s *next;/* the heap's slot list */
 } slot_t;
 
@@ -171,6 +174,8 @@ _Static_assert(MM_SLOT_EXTENTS_OFFSET + MM_SLOT_EXTENTS * sizeof(extent_t) <=
 #define MM_SLOT_HEAP 1      /* a local heap's slot */
 #define MM_SLOT_HUGE 2      /* first slot of a huge block's mapping */
 #define MM_SLOT_HUGE_TAIL 3 /* the rest of it */
+#define MM_SLOT_HUGE_AT 4   /* a huge block starts at this slot's first byte
+                               (alignment >= MM_SLOT_SIZE); header one slot below */
 
 /* A size class: objects of `size` bytes in pages of `npages` datablocks. */
 typedef struct size_class_s {

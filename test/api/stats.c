@@ -1,0 +1,322 @@
+/* stats.c — mm_stats_json, mm_stats_print, mm_option_set/get, mm_collect
+ * and malloc_trim, black-box.
+ *
+ *   - mm_stats_json returns valid JSON (checked by test/api/json.h and, when
+ *     /usr/bin/python3 exists, by Python's json module), honours the length
+ *     contract of snprintf (returns the length needed; truncates with a NUL;
+ *     never writes past size), and shows the options in force and the
+ *     allocations made;
+ *   - options: unknown names EINVAL (get: -1), out-of-range values EINVAL,
+ *     "heaps" and "secure" EBUSY after start-up, names case-insensitive;
+ *   - mm_collect (and malloc_trim) give freed memory back: RSS falls by at
+ *     least half of what was freed (a behaviour assertion, not a timing one;
+ *     the purge delay is set out of reach first so that only the call can
+ *     have returned the memory).
+ */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <stdint.h>
+
+#include "api/harness.h"
+#include "api/json.h"
+#include "check.h"
+#include "mmalloc.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+
+/* The statistics as a NUL-terminated string.  Allocating the buffer may
+ * itself change the statistics, so ask again until the answer fits. */
+static char *stats_json(void) {
+  size_t cap = 4096;
+  for (;;) {
+    char *buf = mm_malloc(cap);
+    size_t n = mm_stats_json(buf, cap);
+    if (n < cap) return buf;
+    mm_free(buf);
+    cap = n + 4096;
+  }
+}
+
+static double json_num_or(const char *json, const char *path, double fallback) {
+  double v;
+  return json_number(json, path, &v) ? v : fallback;
+}
+
+static void test_json_checker(void) {
+  /* The checker itself must be able to fail. */
+  CHECK("json checker accepts valid JSON", json_valid("{\"a\":[1,2.5e3,-0,\"x\\n\"],\"b\":{}}"));
+  CHECK("json checker rejects a trailing comma", !json_valid("{\"a\":1,}"));
+  CHECK("json checker rejects an unquoted key", !json_valid("{a:1}"));
+  CHECK("json checker rejects trailing text", !json_valid("{} x"));
+  CHECK("json checker rejects a truncated object", !json_valid("{\"a\":[1,2"));
+  double v = 0;
+  CHECK("json checker finds a nested number",
+        json_number("{\"a\":{\"b\":[7,{\"c\":42}]}}", "a.b.1.c", &v) && v == 42);
+  CHECK("json checker counts an array", json_array_length("{\"h\":[{},{},{}]}", "h") == 3);
+}
+
+static void test_json(void) {
+  char *json = stats_json();
+  bool valid = json_valid(json);
+  if (!valid) fprintf(stderr, "  invalid JSON: %s\n", json);
+  CHECK("mm_stats_json is valid JSON", valid);
+  if (access("/usr/bin/python3", X_OK) == 0) {
+    FILE *py = popen("/usr/bin/python3 -c 'import json,sys; json.load(sys.stdin)'", "w");
+    CHECK("python3 started", py != NULL);
+    if (py) {
+      fputs(json, py);
+      int rc = pclose(py);
+      CHECK("python3's json module parses mm_stats_json", rc == 0);
+    }
+  }
+  char version[32] = "";
+  char want[32];
+  snprintf(want, sizeof(want), "%d.%d.%d", MMALLOC_VERSION_MAJOR, MMALLOC_VERSION_MINOR,
+           MMALLOC_VERSION_PATCH);
+  CHECK("JSON version is the header's", json_string(json, "version", version, sizeof(version)) &&
+                                            strcmp(version, want) == 0);
+  double heaps = json_num_or(json, "options.heaps", -1);
+  CHECK("JSON options.heaps == mm_option_get(heaps)", heaps == (double)mm_option_get("heaps"));
+  CHECK("at least one local heap", heaps >= 1);
+  CHECK("JSON heaps[] has one entry per local heap",
+        json_array_length(json, "heaps") == (long)mm_option_get("heaps"));
+  CHECK("JSON options.hugepages == mm_option_get",
+        json_num_or(json, "options.hugepages", -1) == (double)mm_option_get("hugepages"));
+  CHECK("JSON options.purge_delay_ms == mm_option_get",
+        json_num_or(json, "options.purge_delay_ms", -1) == (double)mm_option_get("purge_delay_ms"));
+  mm_free(json);
+
+  /* The statistics follow the allocations. */
+  json = stats_json();
+  double large0 = json_num_or(json, "total.large_allocs", -1);
+  double huge0 = json_num_or(json, "total.huge_allocs", -1);
+  mm_free(json);
+  void *l = mm_malloc(100 * KiB), *h = mm_malloc(40 * MiB);
+  json = stats_json();
+  double large1 = json_num_or(json, "total.large_allocs", -1);
+  double huge1 = json_num_or(json, "total.huge_allocs", -1);
+  double huge_live = json_num_or(json, "total.huge_live_bytes", -1);
+  mm_free(json);
+  CHECK("JSON total.large_allocs counts a 100 KiB malloc", large0 >= 0 && large1 == large0 + 1);
+  CHECK("JSON total.huge_allocs counts a 40 MiB malloc", huge0 >= 0 && huge1 == huge0 + 1);
+  CHECK("JSON total.huge_live_bytes >= 40 MiB", huge_live >= (double)(40 * MiB));
+  mm_free(l);
+  mm_free(h);
+
+  /* Options set at run time show in the JSON. */
+  long old = mm_option_get("purge_delay_ms");
+  CHECK("set purge_delay_ms 250", mm_option_set("purge_delay_ms", 250) == 0);
+  json = stats_json();
+  CHECK("JSON shows purge_delay_ms 250", json_num_or(json, "options.purge_delay_ms", -1) == 250);
+  mm_free(json);
+  mm_option_set("purge_delay_ms", old);
+}
+
+static void test_json_length_contract(void) {
+  size_t n = mm_stats_json(NULL, 0);
+  CHECK("mm_stats_json(NULL, 0) returns the length needed", n > 2);
+  char *full = mm_malloc(n + 64);
+  char *buf = mm_malloc(n + 64);
+  REQUIRE("buffers", full && buf);
+  memset(full, '#', n + 64);
+  size_t m = mm_stats_json(full, n + 1);
+  CHECK("exact buffer: same length", m == n);
+  CHECK("exact buffer: NUL-terminated at n", full[n] == 0 && strlen(full) == n);
+  CHECK("exact buffer: nothing written past size", full[n + 1] == '#');
+  /* size 0 with a real buffer: nothing written at all */
+  memset(buf, '#', n + 64);
+  m = mm_stats_json(buf, 0);
+  CHECK("size 0: returns the length needed", m == n);
+  CHECK("size 0: buffer untouched", buf[0] == '#');
+  static const size_t sizes[] = {1, 2, 10, 100};
+  int bad = 0;
+  for (size_t k = 0; k < 5; k++) {
+    size_t size = k < 4 ? sizes[k] : n; /* n: one byte short */
+    if (size > n) continue;
+    memset(buf, '#', n + 64);
+    m = mm_stats_json(buf, size);
+    bool ok = m == n && buf[size - 1] == 0 && strlen(buf) == size - 1 &&
+              strncmp(buf, full, size - 1) == 0 && buf[size] == '#';
+    if (!ok) {
+      bad++;
+      fprintf(stderr, "  mm_stats_json(buf, %zu) returned %zu (need %zu), strlen %zu\n", size, m, n,
+              strlen(buf));
+    }
+  }
+  CHECK("small buffer: returns the full length, truncates with a NUL, writes no further",
+        bad == 0);
+  mm_free(full);
+  mm_free(buf);
+}
+
+static void child_stats_print(void *arg) {
+  (void)arg;
+  void *p = mm_malloc(200 * KiB);
+  mm_stats_print();
+  mm_free(p);
+}
+
+static void test_stats_print(void) {
+  static child_t c;
+  child_run(&c, child_stats_print, NULL);
+  CHECK("mm_stats_print: child exits normally", child_exited_ok(&c));
+  CHECK("mm_stats_print writes to stderr, naming mmalloc", c.err_len > 0 && strstr(c.err, "mmalloc"));
+  CHECK("mm_stats_print writes nothing to stdout", c.out_len == 0);
+  CHECK("mm_stats_print output ends with a newline", c.err_len > 0 && c.err[c.err_len - 1] == '\n');
+}
+
+static void test_options(void) {
+  CHECK("get(unknown) == -1", mm_option_get("no_such_option") == -1);
+  CHECK("get(NULL) == -1", mm_option_get(NULL) == -1);
+  CHECK("set(unknown) == EINVAL", mm_option_set("no_such_option", 1) == EINVAL);
+  CHECK("set(NULL) == EINVAL", mm_option_set(NULL, 1) == EINVAL);
+  CHECK("set(\"\") == EINVAL", mm_option_set("", 1) == EINVAL);
+  CHECK("get(\"MMALLOC_HEAPS\") == -1 (names come without the prefix)",
+        mm_option_get("MMALLOC_HEAPS") == -1);
+
+  static const char *names[] = {"verbose", "stats", "heaps", "hugepages", "purge_delay_ms", "secure"};
+  for (size_t k = 0; k < 6; k++) {
+    long v = mm_option_get(names[k]);
+    if (v < 0) fprintf(stderr, "  option %s: %ld\n", names[k], v);
+    CHECK("every documented option has a value >= 0", v >= 0);
+  }
+  CHECK("heaps >= 1", mm_option_get("heaps") >= 1);
+
+  /* run-time options: set, read back, case-insensitive */
+  CHECK("set hugepages 0", mm_option_set("hugepages", 0) == 0 && mm_option_get("hugepages") == 0);
+  CHECK("set hugepages 1", mm_option_set("hugepages", 1) == 0 && mm_option_get("hugepages") == 1);
+  CHECK("set HugePages 2 (case-insensitive)",
+        mm_option_set("HugePages", 2) == 0 && mm_option_get("hugepages") == 2);
+  CHECK("get PURGE_DELAY_MS (case-insensitive)",
+        mm_option_get("PURGE_DELAY_MS") == mm_option_get("purge_delay_ms"));
+  long delay = mm_option_get("purge_delay_ms");
+  CHECK("set purge_delay_ms 0", mm_option_set("purge_delay_ms", 0) == 0 &&
+                                     mm_option_get("purge_delay_ms") == 0);
+  CHECK("set purge_delay_ms 12345", mm_option_set("purge_delay_ms", 12345) == 0 &&
+                                         mm_option_get("purge_delay_ms") == 12345);
+  CHECK("set verbose 1 then 0", mm_option_set("verbose", 1) == 0 && mm_option_get("verbose") == 1 &&
+                                     mm_option_set("verbose", 0) == 0);
+  CHECK("set stats 1 then 0", mm_option_set("stats", 1) == 0 && mm_option_get("stats") == 1 &&
+                                   mm_option_set("stats", 0) == 0 && mm_option_get("stats") == 0);
+
+  /* out of range: EINVAL, value unchanged */
+  CHECK("hugepages 3 == EINVAL", mm_option_set("hugepages", 3) == EINVAL);
+  CHECK("hugepages -1 == EINVAL", mm_option_set("hugepages", -1) == EINVAL);
+  CHECK("hugepages unchanged by bad sets", mm_option_get("hugepages") == 2);
+  CHECK("purge_delay_ms -1 == EINVAL", mm_option_set("purge_delay_ms", -1) == EINVAL);
+  CHECK("purge_delay_ms unchanged by a bad set", mm_option_get("purge_delay_ms") == 12345);
+  CHECK("verbose 2 == EINVAL", mm_option_set("verbose", 2) == EINVAL);
+  CHECK("stats -1 == EINVAL", mm_option_set("stats", -1) == EINVAL);
+  CHECK("heaps 0 == EINVAL", mm_option_set("heaps", 0) == EINVAL);
+  CHECK("heaps -3 == EINVAL", mm_option_set("heaps", -3) == EINVAL);
+  mm_option_set("purge_delay_ms", delay);
+
+  /* fixed at start-up */
+  long heaps = mm_option_get("heaps");
+  CHECK("heaps (a different value) == EBUSY after start", mm_option_set("heaps", heaps == 1 ? 2 : 1) == EBUSY);
+  CHECK("heaps unchanged", mm_option_get("heaps") == heaps);
+  long secure = mm_option_get("secure");
+  CHECK("secure (a different value) == EBUSY after start",
+        mm_option_set("secure", secure ? 0 : 1) == EBUSY);
+  CHECK("secure unchanged", mm_option_get("secure") == secure);
+}
+
+/* Free a lot, then the call under test must give most of it back. */
+static void rss_after_call(const char *what, size_t block, size_t total, void (*call)(void)) {
+  size_t n = total / block;
+  void **blocks = mm_malloc(n * sizeof(void *));
+  REQUIRE("block table", blocks != NULL);
+  for (size_t i = 0; i < n; i++) {
+    blocks[i] = mm_malloc(block);
+    REQUIRE("malloc for the collect test", blocks[i] != NULL);
+    memset(blocks[i], 0x6B, block);
+  }
+  for (size_t i = 0; i < n; i++) mm_free(blocks[i]);
+  size_t before = rss_bytes();
+  call();
+  size_t after = rss_bytes();
+  bool ok = after < before && before - after >= total / 2;
+  if (!ok)
+    fprintf(stderr, "  %s after freeing %zu x %zu B: RSS %zu KiB -> %zu KiB (freed %zu KiB)\n", what,
+            n, block, before >> 10, after >> 10, total >> 10);
+  CHECK(what, ok);
+  mm_free(blocks);
+}
+
+/* The statistics are consistent: memory freed but not yet returned (dirty)
+ * is part of both the free memory and the committed memory, and nothing
+ * exceeds the address space reserved. */
+static void check_stats_invariants(const char *when) {
+  char *json = stats_json();
+  long heaps = json_array_length(json, "heaps");
+  int bad = 0;
+  for (long i = -1; i < heaps; i++) {
+    char prefix[32], path[64];
+    if (i < 0) snprintf(prefix, sizeof(prefix), "total");
+    else snprintf(prefix, sizeof(prefix), "heaps.%ld", i);
+#define FIELD(f) (snprintf(path, sizeof(path), "%s." #f, prefix), json_num_or(json, path, -1))
+    double reserved = FIELD(reserved), committed = FIELD(committed), free_b = FIELD(free_bytes),
+           dirty = FIELD(dirty_bytes);
+#undef FIELD
+    bool ok = reserved >= 0 && committed >= 0 && free_b >= 0 && dirty >= 0 && committed <= reserved &&
+              free_b <= reserved && dirty <= free_b && dirty <= committed;
+    if (!ok && bad++ < 4)
+      fprintf(stderr, "  %s: %s reserved %.0f committed %.0f free %.0f dirty %.0f\n", when, prefix,
+              reserved, committed, free_b, dirty);
+  }
+  CHECK("statistics consistent: dirty <= free, dirty <= committed <= reserved", bad == 0);
+  mm_free(json);
+}
+
+static void test_stats_consistent(void) {
+  long delay = mm_option_get("purge_delay_ms");
+  mm_option_set("purge_delay_ms", 1L << 30);
+  check_stats_invariants("at start");
+  enum { N = 64 };
+  void *p[N];
+  for (int i = 0; i < N; i++) {
+    p[i] = mm_malloc(MiB);
+    memset(p[i], 1, MiB);
+  }
+  check_stats_invariants("64 x 1 MiB live");
+  for (int i = 0; i < N; i++) mm_free(p[i]);
+  check_stats_invariants("64 x 1 MiB freed");
+  mm_collect();
+  check_stats_invariants("after mm_collect");
+  mm_option_set("purge_delay_ms", delay);
+}
+
+static void call_collect(void) { mm_collect(); }
+static void call_trim(void) { malloc_trim(0); }
+
+static void test_collect(void) {
+  long delay = mm_option_get("purge_delay_ms");
+  /* Out of reach: nothing is purged by decay while the test runs. */
+  CHECK("purge delay 2^30 ms", mm_option_set("purge_delay_ms", 1L << 30) == 0);
+  rss_after_call("mm_collect returns freed large blocks (64 x 1 MiB)", MiB, 64 * MiB, call_collect);
+  rss_after_call("mm_collect returns freed small blocks (64 MiB of 512 B)", 512, 64 * MiB,
+                 call_collect);
+  rss_after_call("malloc_trim returns freed large blocks (64 x 256 KiB)", 256 * KiB, 64 * MiB,
+                 call_trim);
+  rss_after_call("malloc_trim returns freed small blocks (64 MiB of 2 KiB)", 2 * KiB, 64 * MiB,
+                 call_trim);
+  rss_after_call("mm_collect returns freed huge blocks (4 x 40 MiB)", 40 * MiB, 160 * MiB,
+                 call_collect);
+  mm_option_set("purge_delay_ms", delay);
+  mm_collect(); /* harmless when nothing is free */
+  void *p = mm_malloc(100);
+  CHECK("allocation works after mm_collect", p != NULL);
+  mm_free(p);
+}
+
+int main(void) {
+  test_json_checker();
+  test_json();
+  test_json_length_contract();
+  test_stats_print();
+  test_options();
+  test_collect();
+  test_stats_consistent();
+  return check_summary("api_stats");
+}

@@ -1,0 +1,260 @@
+#!/bin/sh
+# run.sh — installation and linking as a user sees them (label install).
+#
+#   run.sh CASE BUILD_DIR WORK_DIR
+#
+#   cmake-package     cmake --install into a temporary prefix; a tiny C project
+#                     finds it with find_package(mmalloc) and links
+#                     mmalloc::mmalloc (and mmalloc::mmalloc_static); the
+#                     programs run, call mm_malloc and malloc, and check that
+#                     malloc's blocks are mmalloc's
+#   pkg-config        the same project built with
+#                     `pkg-config --cflags --libs mmalloc` (PKG_CONFIG_PATH)
+#   files             the installed files, and the installed bin/mmrun runs a
+#                     program on the installed library
+#   symbols           libmmalloc.so exports only mm_* and the names in the
+#                     allow-list below (only the lead widens it), and every
+#                     entry point of the malloc family and C++ operators
+#   static-namespace  libmmalloc.a defines no global name outside that list
+#                     either: a program with a global of its own called
+#                     `options` or `stats_print` must link statically
+set -u   # no -e: every check reports, then the script exits with the verdict
+
+case=$1 build=$2 work=$3
+
+# The shared library's exports besides mm_*: the malloc family, malloc_trim,
+# cfree, and the C++ operators new/delete (Itanium ABI names).
+ALLOWED='
+malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign
+valloc pvalloc malloc_usable_size malloc_trim cfree
+_Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t
+_ZnwmSt11align_val_t _ZnamSt11align_val_t
+_ZnwmSt11align_val_tRKSt9nothrow_t _ZnamSt11align_val_tRKSt9nothrow_t
+_ZdlPv _ZdaPv _ZdlPvm _ZdaPvm _ZdlPvRKSt9nothrow_t _ZdaPvRKSt9nothrow_t
+_ZdlPvSt11align_val_t _ZdaPvSt11align_val_t _ZdlPvmSt11align_val_t _ZdaPvmSt11align_val_t
+_ZdlPvSt11align_val_tRKSt9nothrow_t _ZdaPvSt11align_val_tRKSt9nothrow_t
+'
+# Must be there: every entry point the issue lists, and the mm_ API of the header.
+REQUIRED="$ALLOWED
+mm_malloc mm_calloc mm_realloc mm_reallocarray mm_free mm_posix_memalign
+mm_aligned_alloc mm_memalign mm_valloc mm_pvalloc mm_malloc_usable_size
+mm_collect mm_stats_print mm_stats_json mm_option_set mm_option_get
+"
+
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+check() { if [ "$2" -eq 0 ]; then ok "$1"; else bad "$1"; fi; }
+
+dir=$work/$case
+rm -rf "$dir"
+mkdir -p "$dir"
+prefix=$dir/prefix
+
+install_prefix() {
+  if cmake --install "$build" --prefix "$prefix" > "$dir/install.log" 2>&1; then
+    ok "cmake --install into $prefix"
+  else
+    cat "$dir/install.log"
+    bad "cmake --install"
+    exit 1
+  fi
+  libdir=$(cd "$prefix" && ls -d lib lib64 lib/*-linux-gnu 2>/dev/null | while read -r d; do
+    [ -e "$prefix/$d/libmmalloc.so" ] && echo "$d" && break; done)
+  [ -n "$libdir" ] || { bad "libmmalloc.so installed under $prefix/lib*"; exit 1; }
+  libdir=$prefix/$libdir
+}
+
+# The user's program: both APIs, and proof that malloc is mmalloc's
+# (mm_malloc_usable_size aborts on a pointer mmalloc never handed out).
+write_app() {
+  mkdir -p "$1"
+  cat > "$1/main.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mmalloc.h>
+int main(void) {
+  char *a = mm_malloc(100), *b = malloc(100);
+  if (!a || !b) { puts("allocation failed"); return 1; }
+  memset(a, 1, 100); memset(b, 2, 100);
+  size_t ua = mm_malloc_usable_size(a), ub = mm_malloc_usable_size(b);
+  char *c = realloc(a, 5000);              /* an mm_malloc block through realloc */
+  if (!c || c[99] != 1) { puts("realloc lost the bytes"); return 1; }
+  char json[64];
+  size_t n = mm_stats_json(json, sizeof json);
+  printf("mm_malloc usable %zu, malloc usable %zu, json %zu bytes starting %.10s\n", ua, ub, n, json);
+  free(c);
+  mm_free(b);
+  return ua >= 100 && ub >= 100 && n > sizeof json && json[0] == '{' ? 0 : 1;
+}
+EOF
+}
+
+run_app() { # run_app NAME PROGRAM [env...]
+  name=$1 prog=$2
+  shift 2
+  if out=$(env "$@" "$prog" 2>&1); then
+    ok "$name runs: $out"
+  else
+    echo "$out"
+    bad "$name runs"
+  fi
+}
+
+case $case in
+cmake-package)
+  install_prefix
+  write_app "$dir/app"
+  cat > "$dir/app/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.16)
+project(mmalloc_user C)
+find_package(mmalloc 0.1 REQUIRED)
+add_executable(app main.c)
+target_link_libraries(app PRIVATE mmalloc::mmalloc)
+add_executable(app_static main.c)
+target_link_libraries(app_static PRIVATE mmalloc::mmalloc_static)
+EOF
+  if cmake -S "$dir/app" -B "$dir/app/build" -DCMAKE_PREFIX_PATH="$prefix" > "$dir/configure.log" 2>&1 &&
+     cmake --build "$dir/app/build" > "$dir/build.log" 2>&1; then
+    ok "find_package(mmalloc) project configures and builds"
+  else
+    cat "$dir/configure.log" "$dir/build.log" 2>/dev/null | tail -30
+    bad "find_package(mmalloc) project configures and builds"
+    exit 1
+  fi
+  run_app "app (mmalloc::mmalloc)" "$dir/app/build/app"
+  if ldd "$dir/app/build/app" | grep -q "$libdir/libmmalloc.so"; then
+    ok "app uses the installed libmmalloc.so"
+  else
+    ldd "$dir/app/build/app"
+    bad "app uses the installed libmmalloc.so"
+  fi
+  run_app "app_static (mmalloc::mmalloc_static)" "$dir/app/build/app_static"
+  if ldd "$dir/app/build/app_static" | grep -q libmmalloc; then
+    bad "app_static does not need libmmalloc.so"
+  else
+    ok "app_static does not need libmmalloc.so"
+  fi
+  ;;
+pkg-config)
+  install_prefix
+  write_app "$dir/app"
+  export PKG_CONFIG_PATH="$libdir/pkgconfig"
+  v=$(pkg-config --modversion mmalloc 2>&1) || true
+  [ "$v" = "0.1.0" ]; check "pkg-config --modversion mmalloc = 0.1.0 (got '$v')" $?
+  flags=$(pkg-config --cflags --libs mmalloc 2>&1) || { echo "$flags"; bad "pkg-config --cflags --libs mmalloc"; exit 1; }
+  ok "pkg-config --cflags --libs mmalloc: $flags"
+  # the .pc file is relocatable (prefix=${pcfiledir}/../..): compare the
+  # directory -I names, resolved, with the installed include directory
+  incdir=$(echo "$flags" | tr ' ' '\n' | sed -n 's/^-I//p' | head -n 1)
+  [ -n "$incdir" ] && [ "$(cd "$incdir" 2>/dev/null && pwd -P)" = "$(cd "$prefix/include" && pwd -P)" ]
+  check "cflags name the installed include directory ($incdir)" $?
+  # shellcheck disable=SC2086
+  if cc -o "$dir/app/app" "$dir/app/main.c" $flags 2> "$dir/build.log"; then
+    ok "cc main.c \$(pkg-config --cflags --libs mmalloc)"
+  else
+    cat "$dir/build.log"
+    bad "cc main.c \$(pkg-config --cflags --libs mmalloc)"
+    exit 1
+  fi
+  run_app "app (pkg-config)" "$dir/app/app" LD_LIBRARY_PATH="$libdir"
+  if LD_LIBRARY_PATH="$libdir" ldd "$dir/app/app" | grep -q "$libdir/libmmalloc.so"; then
+    ok "app uses the installed libmmalloc.so"
+  else
+    bad "app uses the installed libmmalloc.so"
+  fi
+  ;;
+files)
+  install_prefix
+  for f in include/mmalloc.h bin/mmrun; do
+    [ -e "$prefix/$f" ]; check "installed $f" $?
+  done
+  for f in libmmalloc.so libmmalloc.so.0 libmmalloc.a pkgconfig/mmalloc.pc \
+           cmake/mmalloc/mmallocConfig.cmake cmake/mmalloc/mmallocConfigVersion.cmake \
+           cmake/mmalloc/mmallocTargets.cmake; do
+    [ -e "$libdir/$f" ]; check "installed ${libdir#"$prefix"/}/$f" $?
+  done
+  [ -x "$prefix/bin/mmrun" ]; check "bin/mmrun is executable" $?
+  # The installed launcher finds the installed library by itself.
+  err=$(env -u MMALLOC_LIB MMALLOC_VERBOSE=1 "$prefix/bin/mmrun" /bin/true 2>&1 >/dev/null) || true
+  echo "$err" | grep -q '^mmalloc [0-9.]*: heaps='
+  check "installed mmrun runs a program on mmalloc (verbose line: '$err')" $?
+  # The header alone compiles as C and C++.
+  printf '#include <mmalloc.h>\nint main(void) { return mm_malloc_usable_size(0) == 0 ? 0 : 1; }\n' > "$dir/h.c"
+  cc -Wall -Wextra -Werror -std=c11 -I"$prefix/include" -c "$dir/h.c" -o "$dir/h.o"
+  check "mmalloc.h compiles as C11 with -Wall -Wextra -Werror" $?
+  c++ -Wall -Wextra -Werror -std=c++17 -x c++ -I"$prefix/include" -c "$dir/h.c" -o "$dir/hpp.o"
+  check "mmalloc.h compiles as C++17" $?
+  ;;
+symbols)
+  lib=$build/libmmalloc.so
+  nm -D --defined-only "$lib" | awk 'NF >= 3 { print $3 }' | sed 's/@.*//' | sort -u > "$dir/exported"
+  echo "$ALLOWED" | tr ' ' '\n' | sed '/^$/d' | sort -u > "$dir/allowed"
+  grep -v '^mm_' "$dir/exported" | comm -23 - "$dir/allowed" > "$dir/unexpected" || true
+  if [ -s "$dir/unexpected" ]; then
+    echo "libmmalloc.so exports symbols outside mm_* and the allow-list:"
+    sed 's/^/    /' "$dir/unexpected"
+    bad "exports: only mm_* and the allow-list"
+  else
+    ok "exports: only mm_* and the allow-list ($(wc -l < "$dir/exported") symbols)"
+  fi
+  echo "$REQUIRED" | tr ' ' '\n' | sed '/^$/d' | sort -u | comm -23 - "$dir/exported" > "$dir/missing" || true
+  if [ -s "$dir/missing" ]; then
+    echo "libmmalloc.so does not export:"
+    sed 's/^/    /' "$dir/missing"
+    bad "every entry point exported"
+  else
+    ok "every entry point exported"
+  fi
+  # and they are functions (T), not data or weak aliases that lose to the C library
+  nm -D --defined-only "$lib" | awk 'NF >= 3 && $2 != "T" && $3 !~ /^mm_/ { print }' > "$dir/nonfunc"
+  if [ -s "$dir/nonfunc" ]; then
+    sed 's/^/    /' "$dir/nonfunc"
+    bad "every allow-listed export is a strong function (T)"
+  else
+    ok "every allow-listed export is a strong function (T)"
+  fi
+  ;;
+static-namespace)
+  lib=$build/libmmalloc.a
+  nm -g --defined-only "$lib" | awk 'NF == 3 { print $3 }' | sort -u > "$dir/defined"
+  echo "$ALLOWED" | tr ' ' '\n' | sed '/^$/d' | sort -u > "$dir/allowed"
+  grep -v '^mm_' "$dir/defined" | comm -23 - "$dir/allowed" > "$dir/unexpected" || true
+  if [ -s "$dir/unexpected" ]; then
+    echo "libmmalloc.a defines $(wc -l < "$dir/unexpected") global names outside mm_* and the allow-list;"
+    echo "a statically linked program that defines any of them fails to link:"
+    sed 's/^/    /' "$dir/unexpected" | head -40
+    bad "libmmalloc.a: no global names outside mm_* and the allow-list"
+  else
+    ok "libmmalloc.a: no global names outside mm_* and the allow-list"
+  fi
+  # The concrete failure: a program with globals of its own called `options`
+  # and `stats_print`, linked with libmmalloc.a.
+  cat > "$dir/user.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+int options = 42;                        /* the program's own */
+void stats_print(void) { puts("the program's own stats_print"); }
+int main(void) {
+  char *p = malloc(10);
+  free(p);
+  stats_print();
+  return options == 42 ? 0 : 1;
+}
+EOF
+  if cc -o "$dir/user" "$dir/user.c" "$lib" -lpthread > "$dir/link.log" 2>&1 && "$dir/user" > /dev/null; then
+    ok "a program defining its own 'options' and 'stats_print' links with libmmalloc.a and runs"
+  else
+    sed 's/^/    /' "$dir/link.log" | head -10
+    bad "a program defining its own 'options' and 'stats_print' links with libmmalloc.a and runs"
+  fi
+  ;;
+*)
+  echo "run.sh: unknown case $case" >&2
+  exit 2
+  ;;
+esac
+
+if [ $fail -eq 0 ]; then rm -rf "$dir"; else echo "(files kept in $dir)"; fi
+exit $fail
