@@ -25,6 +25,7 @@
 #include "mmalloc.h"
 
 static size_t burst_bytes;
+static size_t peak; /* RSS with the whole burst allocated */
 static void **objs;
 static size_t nobjs;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -91,6 +92,7 @@ static void set_phase(int p) {
 static void *worker_local(void *arg) {
   (void)arg;
   burst_alloc();
+  peak = rss_bytes();
   burst_free();
   set_phase(1);
   wait_phase(99); /* idle for good */
@@ -131,12 +133,10 @@ int main(int argc, char **argv) {
   fprintf(stderr, "rss_return %s: %zu MiB burst, purge delay %ld ms (not a benchmark)\n", mode,
           burst_bytes >> 20, mm_option_get("purge_delay_ms"));
   pthread_t t;
-  size_t peak = 0;
   double took;
   if (strcmp(mode, "local") == 0) {
     pthread_create(&t, NULL, worker_local, NULL);
     wait_phase(1);
-    peak = rss_bytes();
     took = light_until_rss_below(limit, deadline);
   } else if (strcmp(mode, "remote") == 0) {
     pthread_create(&t, NULL, worker_remote, NULL);
