@@ -10,7 +10,7 @@ strict=0
 [ "${1:-}" = "--strict" ] && strict=1
 pkgs=(build-essential cmake clang libclang-rt-14-dev llvm valgrind gdb git python3 python3-pip
       zlib1g-dev libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2
-      hyperfine bwa dwgsim samtools parasail time procps pkg-config)
+      hyperfine bwa dwgsim samtools parasail libparasail-dev time procps pkg-config)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
