@@ -74,6 +74,11 @@
  * with one CAS when it reaches this many blocks (or on the slow path). */
 #define MM_REMOTE_BATCH 32
 #define MM_REMOTE_BUCKETS 8
+/* A thread heap whose owner has not run a slow path for this long while
+ * remote frees reach it is idle: a thread handing it a batch takes over
+ * its full pages (thread_heap.c), so that memory a blocked thread allocated
+ * is reused by the threads that free it. */
+#define MM_IDLE_MS 20
 
 /* ---- local heap -----------------------------------------------------------
  * Free page blocks kept per local heap, by size, before they go back into the

@@ -318,6 +318,7 @@ static size_t heap_give_back_address_space(local_heap_t *h) {
     h->cache_count--;
     heap_insert_free(h, c);
   }
+  atomic_store_relaxed(&h->xcached, h->cache_count);
   interval_tree_foreach(&h->tree, unmap_visit, &w);
   return w.bytes;
 }
@@ -431,21 +432,50 @@ static extent_t *heap_alloc_extent(local_heap_t *h, size_t n, size_t align_pages
 
 /* A fresh page of class cls for a thread heap: from the page cache if one of
  * the right size is there, else carved from the tree. */
-extent_t *local_heap_take_page(local_heap_t *h, unsigned cls) {
-  size_t n = guarded_pages(mm_size_classes[cls].npages);
-  heap_lock(h);
-  heap_check(h);
-  extent_t *e = NULL;
+/* Lock held: take a cached page block of n datablocks out of h's cache. */
+static extent_t *cache_take(local_heap_t *h, size_t n) {
   for (extent_t *c = h->cache.first; c; c = c->next) {
     if (c->node.npages == n) {
       page_queue_remove(&h->cache, c);
       h->cache_count--;
+      atomic_store_relaxed(&h->xcached, h->cache_count);
       extent_set_dirty(h, c, 0);
-      e = c;
-      break;
+      h->pages_out++;
+      return c;
     }
   }
-  if (!e) {
+  return NULL;
+}
+
+/* h's lock held: a cached page block of n datablocks from another local
+ * heap.  Its memory stays in that heap's slot (the page goes home when it
+ * is empty again); a thread uses resident memory another heap's threads
+ * freed instead of carving and faulting in fresh memory, which is what a
+ * thread on one CPU replacing objects a thread on another allocated would
+ * otherwise do.  Try-lock only: never waits while holding h. */
+static extent_t *cache_borrow(local_heap_t *h, size_t n) {
+  for (uint32_t i = 1; i < mm_nheaps; i++) {
+    local_heap_t *g = &mm_heaps[(h->index + i) % mm_nheaps];
+    if (!atomic_load_relaxed(&g->xcached) || pthread_mutex_trylock(&g->lock) != 0) continue;
+    extent_t *e = cache_take(g, n);
+    heap_unlock(g);
+    if (e) return e;
+  }
+  return NULL;
+}
+
+extent_t *local_heap_take_page(local_heap_t *h, unsigned cls) {
+  size_t n = guarded_pages(mm_size_classes[cls].npages);
+  heap_lock(h);
+  heap_check(h);
+  extent_t *e = cache_take(h, n);
+  if (!e) e = cache_borrow(h, n);
+  if (e) {
+    uint8_t guard = e->flags & MM_EXTENT_GUARD;
+    page_init(e, cls);
+    e->flags = guard;
+    /* the page map of a cached page block still names it on every page */
+  } else {
     e = heap_alloc_extent(h, n, 1, false);
     if (e) {
       e->kind = MM_EXTENT_PAGE;
@@ -458,31 +488,51 @@ extent_t *local_heap_take_page(local_heap_t *h, unsigned cls) {
         uint8_t guard = e->flags & MM_EXTENT_GUARD;
         page_init(e, cls);
         e->flags = guard;
+        h->pages_out++;
       }
     }
-  } else {
-    uint8_t guard = e->flags & MM_EXTENT_GUARD;
-    page_init(e, cls);
-    e->flags = guard;
-    /* the page map of a cached page block still names it on every page */
   }
-  if (e) h->pages_out++;
   heap_check(h);
   heap_unlock(h);
   return e;
 }
 
-/* Take an abandoned page of class cls, if any, for th. */
-extent_t *local_heap_adopt_class(local_heap_t *h, unsigned cls, thread_heap_t *th) {
-  if (atomic_load_relaxed(&h->xabandoned) == 0) return NULL; /* rechecked below */
+/* Abandoned pages of the whole process (relaxed; a hint that lets a thread
+ * whose own local heap has none skip looking at the others). */
+static _Atomic(uint64_t) abandoned_pages;
+_Static_assert(MM_CLASSES <= 64, "xabandoned_classes has a bit per class");
+
+/* Under h's lock: page leaves abandoned[cls]. */
+static void abandoned_remove(local_heap_t *h, extent_t *page) {
+  unsigned cls = page->size_class;
+  page_queue_remove(&h->abandoned[cls], page);
+  if (!h->abandoned[cls].first)
+    atomic_store_relaxed(&h->xabandoned_classes,
+                         atomic_load_relaxed(&h->xabandoned_classes) & ~((uint64_t)1 << cls));
+  atomic_fetch_sub_relaxed(&abandoned_pages, 1);
+}
+
+static extent_t *adopt_from(local_heap_t *h, unsigned cls, thread_heap_t *th) {
+  if (!(atomic_load_relaxed(&h->xabandoned_classes) & ((uint64_t)1 << cls)))
+    return NULL; /* rechecked under the lock */
   heap_lock(h);
   extent_t *page = h->abandoned[cls].first;
   if (page) {
-    page_queue_remove(&h->abandoned[cls], page);
-    atomic_store_relaxed(&h->xabandoned, atomic_load_relaxed(&h->xabandoned) - 1);
+    abandoned_remove(h, page);
     page_set_owner(page, th);
   }
   heap_unlock(h);
+  return page;
+}
+
+/* Take an abandoned page of class cls for th: from h, else from another
+ * local heap (a page of a thread that exited, or of an idle thread whose
+ * full pages were taken over, is better reused anywhere than left half
+ * empty while fresh pages are carved). */
+extent_t *local_heap_adopt_class(local_heap_t *h, unsigned cls, thread_heap_t *th) {
+  extent_t *page = adopt_from(h, cls, th);
+  for (uint32_t i = 1; !page && i < mm_nheaps && atomic_load_relaxed(&abandoned_pages); i++)
+    page = adopt_from(&mm_heaps[(h->index + i) % mm_nheaps], cls, th);
   return page;
 }
 
@@ -493,8 +543,7 @@ bool local_heap_adopt_page(extent_t *page, thread_heap_t *th) {
   bool ok = false;
   heap_lock(h);
   if (page->kind == MM_EXTENT_PAGE && atomic_load_relaxed(&page->xowner) == NULL) {
-    page_queue_remove(&h->abandoned[page->size_class], page);
-    atomic_store_relaxed(&h->xabandoned, atomic_load_relaxed(&h->xabandoned) - 1);
+    abandoned_remove(h, page);
     page_set_owner(page, th);
     ok = true;
   }
@@ -502,14 +551,18 @@ bool local_heap_adopt_page(extent_t *page, thread_heap_t *th) {
   return ok;
 }
 
-/* A page whose thread exited with blocks still in use: park it here. */
+/* A page whose thread exited (or was idle) with blocks still in use: park
+ * it here. */
 void local_heap_abandon_page(extent_t *page) {
   local_heap_t *h = local_heap_of_extent(page);
   heap_lock(h);
   page_set_owner(page, NULL);
   page->next = page->prev = NULL;
   page_queue_push_front(&h->abandoned[page->size_class], page);
-  atomic_store_relaxed(&h->xabandoned, atomic_load_relaxed(&h->xabandoned) + 1);
+  atomic_store_relaxed(&h->xabandoned_classes,
+                       atomic_load_relaxed(&h->xabandoned_classes) |
+                           ((uint64_t)1 << page->size_class));
+  atomic_fetch_add_relaxed(&abandoned_pages, 1);
   heap_unlock(h);
 }
 
@@ -532,6 +585,7 @@ void local_heap_return_page(extent_t *page) {
     h->cache_count--;
     heap_insert_free(h, old);
   }
+  atomic_store_relaxed(&h->xcached, h->cache_count);
   heap_check(h);
   heap_unlock(h);
 }
@@ -817,6 +871,7 @@ void local_heap_purge(local_heap_t *h, bool force) {
     }
     c = prev;
   }
+  atomic_store_relaxed(&h->xcached, h->cache_count);
   for (extent_t *c = h->huge_cache.last; c;) {
     extent_t *prev = c->prev;
     if (force || time_reached(w.now, c->freed_at + w.delay)) huge_cache_drop(h, c);
@@ -890,6 +945,7 @@ thread_heap_t *local_heap_thread_heap_new(local_heap_t *h) {
     th->next_in_local = h->threads;
     h->threads = th;
   }
+  th->local = h; /* a LIVE heap always names its local heap (fork_child) */
   th->state = MM_THREAD_LIVE;
   heap_unlock(h);
   return th;
@@ -994,7 +1050,13 @@ bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size) {
     os_format(why, why_size, "heap %u: dirty_pages %zu but %zu dirty", h->index, h->dirty_pages, w.dirty);
     return false;
   }
-  for (unsigned c = 0; c < MM_CLASSES; c++)
+  uint64_t classes = atomic_load_relaxed(&h->xabandoned_classes);
+  for (unsigned c = 0; c < MM_CLASSES; c++) {
+    if (!(classes >> c & 1) != !h->abandoned[c].first) {
+      os_format(why, why_size, "heap %u: abandoned class bit %u disagrees with its list",
+                h->index, c);
+      return false;
+    }
     for (extent_t *p = h->abandoned[c].first; p; p = p->next)
       if (p->kind != MM_EXTENT_PAGE || p->size_class != c ||
           atomic_load_relaxed(&p->xowner) != NULL) {
@@ -1002,5 +1064,6 @@ bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size) {
                   h->index, c);
         return false;
       }
+  }
   return true;
 }

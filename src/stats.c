@@ -13,7 +13,7 @@ typedef struct heap_stats_s {
   uint64_t slots, reserved, committed, free_bytes, free_extents, dirty_bytes;
   uint64_t cached_bytes, abandoned_pages, large_allocs, large_frees, large_live;
   uint64_t huge_allocs, huge_live, realloc_in_place, purged, purges;
-  uint64_t pages_out, pages_back, threads_live, threads_dead;
+  uint64_t pages_out, pages_back, threads_live, threads_dead, pages_taken_over;
 } heap_stats_t;
 
 static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
@@ -44,6 +44,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->purges = h->purges;
   s->pages_out = h->pages_out;
   s->pages_back = h->pages_back;
+  s->pages_taken_over = atomic_load_relaxed(&h->xpages_taken_over);
   for (thread_heap_t *th = h->threads; th; th = th->next_in_local) {
     if (th->state == MM_THREAD_LIVE) s->threads_live++;
     else s->threads_dead++;
@@ -79,11 +80,12 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       "\"abandoned_pages\":%lu,\"large_allocs\":%lu,\"large_frees\":%lu,"
       "\"large_live_bytes\":%lu,\"huge_allocs\":%lu,\"huge_live_bytes\":%lu,"
       "\"realloc_in_place\":%lu,\"purged_bytes\":%lu,\"purges\":%lu,"
-      "\"pages_out\":%lu,\"pages_back\":%lu,\"threads_live\":%lu,\"threads_dead\":%lu}",
+      "\"pages_out\":%lu,\"pages_back\":%lu,\"threads_live\":%lu,\"threads_dead\":%lu,"
+      "\"pages_taken_over\":%lu}",
       s->slots, s->reserved, s->committed, s->free_bytes, s->free_extents, s->dirty_bytes,
       s->cached_bytes, s->abandoned_pages, s->large_allocs, s->large_frees, s->large_live,
       s->huge_allocs, s->huge_live, s->realloc_in_place, s->purged, s->purges, s->pages_out,
-      s->pages_back, s->threads_live, s->threads_dead);
+      s->pages_back, s->threads_live, s->threads_dead, s->pages_taken_over);
 }
 
 size_t stats_json(char *buf, size_t size) {
@@ -139,6 +141,7 @@ void stats_print(int fd) {
          s.committed >> 10, s.free_bytes >> 10, s.dirty_bytes >> 10, s.large_live >> 10,
          s.huge_live >> 10, s.pages_out, s.pages_back, s.threads_live);
   }
-  line(fd, "purged %lu KiB in %lu purges; %lu large blocks grown in place\n",
-       total.purged >> 10, total.purges, total.realloc_in_place);
+  line(fd, "purged %lu KiB in %lu purges; %lu large blocks grown in place; "
+       "%lu full pages taken over from idle threads\n",
+       total.purged >> 10, total.purges, total.realloc_in_place, total.pages_taken_over);
 }

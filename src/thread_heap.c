@@ -51,6 +51,22 @@
  * other thread's heap): thread_heap_abandon gives empty pages back and parks
  * the others in their home local heap, where allocating threads of that heap
  * adopt them and a thread freeing into one adopts it.
+ *
+ * Idle owners.  A thread that allocated a lot and then blocks (a loader
+ * thread in pthread_join while workers free what it built and allocate
+ * their own) never takes its inbox, so the memory freed into its pages is
+ * lost to everyone: peak RSS doubles.  So a thread heap's slow paths run
+ * under its lock, xlock (an uncontended exchange; the fast paths never take
+ * it), and record when they ran (xactive_ms).  A thread handing a batch to a
+ * heap whose owner has not run a slow path for MM_IDLE_MS tries that lock;
+ * holding it, it takes the inbox and frees every block of a FULL page into
+ * that page (the owner's fast paths never touch a full page: malloc does
+ * not see it, free misses on the MM_OWNER_FULL tag and then waits for the
+ * lock), and gives those pages to their local heap as abandoned, where the
+ * threads that allocate adopt them.  Blocks of the owner's other pages go
+ * back to its inbox; one such pass per heap per MM_IDLE_MS.  Lock order: a
+ * thread heap's lock, then a local heap's lock; the lock of another thread
+ * heap only by try-lock, so no thread ever waits for another's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -85,6 +101,19 @@ static void thread_heap_exit_cb(void *arg);
 static void fork_prepare(void) { local_heap_fork_prepare(); }
 static void fork_parent(void) { local_heap_fork_parent(); }
 static void fork_child(void);
+
+/* ---- the slow-path lock ---------------------------------------------------------- */
+
+static void owner_lock(thread_heap_t *th) {
+  for (unsigned spins = 0; atomic_exchange_acquire(&th->xlock, 1) != 0; spins++)
+    if (spins >= 64) sched_yield(); /* a taker holds it: a bounded walk of our inbox */
+}
+
+static void owner_unlock(thread_heap_t *th) { atomic_store_release(&th->xlock, 0); }
+
+static bool owner_trylock(thread_heap_t *th) {
+  return atomic_load_relaxed(&th->xlock) == 0 && atomic_exchange_acquire(&th->xlock, 1) == 0;
+}
 
 /* ---- start-up --------------------------------------------------------------- */
 
@@ -138,6 +167,7 @@ void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local) {
   th->tid = mm_thread_id();
   th->slow_calls = 0;
   th->last_beat_ms = os_now_ms();
+  atomic_store_relaxed(&th->xactive_ms, th->last_beat_ms);
   th->pages_taken = th->remote_sent = th->remote_received = 0;
 }
 
@@ -150,7 +180,9 @@ static MM_NOINLINE thread_heap_t *thread_heap_init_current(void) {
   local_heap_t *lh = &mm_heaps[idx % mm_nheaps];
   thread_heap_t *th = local_heap_thread_heap_new(lh);
   if (!th) return NULL;
+  owner_lock(th); /* a taker may still be at its previous thread's inbox */
   thread_heap_init_fresh(th, lh);
+  owner_unlock(th);
   mm_thread_heap = th;
   pthread_setspecific(thread_key, th); /* after the TLS: it may allocate */
   return th;
@@ -216,14 +248,75 @@ static inline void thread_heap_check(thread_heap_t *th) { (void)th; }
 
 /* ---- remote frees -------------------------------------------------------------- */
 
-static void remote_flush(remote_batch_t *rb) {
-  thread_heap_t *dest = rb->dest;
+/* The page of a free block (any thread: the page map names a page in use). */
+MM_INLINE extent_t *page_of_block(const block_t *b) {
+  uintptr_t a = (uintptr_t)b;
+  return slot_extent_of(slot_of_address(a), a);
+}
+
+static void push_chain(thread_heap_t *dest, block_t *first, block_t *last) {
   block_t *head = atomic_load_relaxed(&dest->xinbox);
   do {
-    block_set_next(rb->tail, head);
-  } while (!atomic_cas_weak_release(&dest->xinbox, &head, rb->head));
+    block_set_next(last, head);
+  } while (!atomic_cas_weak_release(&dest->xinbox, &head, first));
+}
+
+/* Holding x's lock (x idle): free the inbox's blocks of x's full pages into
+ * them and hand those pages to their local heap; the rest goes back to x.
+ * A page taken off x's full list keeps xowner == x with xowner_tid 0 (no
+ * thread's id) until it is handed over, still under x's lock: its owner's
+ * free misses on it, and nobody takes it for ownerless. */
+static void take_over_full_pages(thread_heap_t *x) {
+  block_t *b = atomic_exchange_acquire(&x->xinbox, NULL);
+  uintptr_t full_tid = page_owner_tid(x, true);
+  page_queue_t taken = {NULL, NULL};
+  block_t *back_first = NULL, *back_last = NULL;
+  uint64_t pages = 0;
+  while (b) {
+    block_t *next = block_next(b);
+    extent_t *page = page_of_block(b);
+    uintptr_t tid = atomic_load_relaxed(&page->xowner_tid);
+    if (atomic_load_relaxed(&page->xowner) == x && (tid == full_tid || tid == 0)) {
+      if (tid == full_tid) {
+        page_queue_remove(&x->full, page);
+        page_queue_push_back(&taken, page);
+        atomic_store_relaxed(&page->xowner_tid, 0);
+        pages++;
+      }
+      block_set_next(b, page->local_free);
+      page->local_free = b;
+      page->used--;
+    } else {
+      block_set_next(b, back_first);
+      if (!back_last) back_last = b;
+      back_first = b;
+    }
+    b = next;
+  }
+  if (back_first) push_chain(x, back_first, back_last);
+  extent_t *page;
+  while ((page = taken.first) != NULL) {
+    page_queue_remove(&taken, page);
+    if (page->used == 0) local_heap_return_page(page);
+    else local_heap_abandon_page(page);
+  }
+  if (pages) atomic_fetch_add_relaxed(&x->local->xpages_taken_over, pages);
+}
+
+/* Hand a batch to its heap; take over that heap's full pages if it is idle. */
+static void remote_flush(remote_batch_t *rb) {
+  thread_heap_t *dest = rb->dest;
+  push_chain(dest, rb->head, rb->tail);
   rb->head = rb->tail = NULL;
   rb->count = 0;
+  uint32_t now = os_now_ms();
+  if (unlikely(time_reached(now, atomic_load_relaxed(&dest->xactive_ms) + MM_IDLE_MS)) &&
+      owner_trylock(dest)) {
+    take_over_full_pages(dest);
+    /* at most one pass per MM_IDLE_MS: what went back waits for the next */
+    atomic_store_relaxed(&dest->xactive_ms, now);
+    owner_unlock(dest);
+  }
 }
 
 static void remote_flush_all(thread_heap_t *th) {
@@ -246,11 +339,6 @@ static void remote_push(thread_heap_t *th, thread_heap_t *dest, block_t *b) {
 }
 
 /* ---- freeing a block whose canary is set ------------------------------------------ */
-
-MM_INLINE extent_t *page_of_block(const block_t *b) {
-  uintptr_t a = (uintptr_t)b;
-  return slot_extent_of(slot_of_address(a), a);
-}
 
 /* used reached 0: keep the page if it is its class's current one (a thread
  * that frees its last block usually allocates again), else send it home. */
@@ -334,9 +422,11 @@ static MM_COLD void heartbeat(thread_heap_t *th, uint32_t now) {
   local_heap_purge_due(now);
 }
 
+/* Every slow path of the owner, holding its lock. */
 MM_INLINE void thread_heap_beat(thread_heap_t *th) {
   if (atomic_load_relaxed(&th->xinbox)) take_inbox(th);
   uint32_t now = os_now_ms();
+  if (atomic_load_relaxed(&th->xactive_ms) != now) atomic_store_relaxed(&th->xactive_ms, now);
   if ((uint32_t)(now - th->last_beat_ms) >= MM_HEARTBEAT_MS) heartbeat(th, now);
 }
 
@@ -453,18 +543,28 @@ void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
       return NULL;
     }
   }
-  if (unlikely(mm_slow_only)) return alloc_checked(th, size, 0, false);
+  void *p;
+  if (unlikely(mm_slow_only)) {
+    owner_lock(th);
+    p = alloc_checked(th, size, 0, false);
+    owner_unlock(th);
+    return p;
+  }
   if (likely(size <= MM_SMALL_MAX)) {
     unsigned c = size_class_of(size);
     extent_t *page = th->queue[c].first;
     if (page && page->free) return page_pop(page); /* medium sizes */
+    owner_lock(th);
     thread_heap_check(th);
     thread_heap_beat(th);
-    void *p = alloc_class(th, c);
+    p = alloc_class(th, c);
     thread_heap_check(th);
+    owner_unlock(th);
     return p;
   }
+  owner_lock(th);
   thread_heap_beat(th);
+  owner_unlock(th);
   return alloc_big(th, size, 0, false, false);
 }
 
@@ -475,8 +575,10 @@ void *thread_heap_malloc_aligned(size_t size, size_t align, bool zero) {
     errno = ENOMEM;
     return NULL;
   }
-  if (unlikely(mm_slow_only)) return alloc_checked(th, size, align, zero);
-  return alloc_any(th, size, align, zero);
+  owner_lock(th);
+  void *p = mm_slow_only ? alloc_checked(th, size, align, zero) : alloc_any(th, size, align, zero);
+  owner_unlock(th);
+  return p;
 }
 
 /* ---- pointer validation ------------------------------------------------------------ */
@@ -551,7 +653,11 @@ MM_INLINE bool free_remote_fast(thread_heap_t *th, void *p) {
   if (unlikely(mm_slow_only)) block_on_free(page, b);
   else b->canary = a ^ mm_canary_key;
   remote_push(th, owner, b);
-  if (unlikely(++th->slow_calls % 64 == 0)) thread_heap_beat(th);
+  if (unlikely(++th->slow_calls % 64 == 0)) {
+    owner_lock(th);
+    thread_heap_beat(th);
+    owner_unlock(th);
+  }
   return true;
 }
 
@@ -584,9 +690,11 @@ void thread_heap_free_slow(void *p, const char *call) {
     }
     os_fatal("mmalloc: %s(): out of memory freeing %p\n", call, p);
   }
+  owner_lock(th);
   free_block(th, e, b);
   if (++th->slow_calls % 64 == 0) thread_heap_beat(th);
   thread_heap_check(th);
+  owner_unlock(th);
 }
 
 /* ---- usable size, realloc ------------------------------------------------------------- */
@@ -690,7 +798,9 @@ void thread_heap_abandon(thread_heap_t *th) {
 static void thread_heap_exit_cb(void *arg) {
   thread_heap_t *th = arg;
   mm_thread_heap = th; /* other destructors may have run before us */
+  owner_lock(th);
   thread_heap_abandon(th);
+  owner_unlock(th);
   mm_thread_heap = &mm_heap_empty;
 }
 
@@ -699,6 +809,7 @@ static void thread_heap_exit_cb(void *arg) {
 void thread_heap_collect(void) {
   thread_heap_t *th = thread_heap_current();
   if (th) {
+    owner_lock(th);
     if (atomic_load_relaxed(&th->xinbox)) take_inbox(th);
     for (uint32_t i = 0; i < mm_nheaps; i++) {
       block_t *b = local_heap_take_dead_inboxes(&mm_heaps[i]);
@@ -717,6 +828,7 @@ void thread_heap_collect(void) {
         local_heap_return_page(page);
       }
     }
+    owner_unlock(th);
   }
   local_heap_collect_all();
 }
@@ -727,10 +839,12 @@ static void fork_child(void) {
   local_heap_fork_child();
   thread_heap_t *self = mm_thread_heap;
   for (uint32_t i = 0; i < mm_nheaps; i++)
-    for (thread_heap_t *th = mm_heaps[i].threads; th; th = th->next_in_local)
+    for (thread_heap_t *th = mm_heaps[i].threads; th; th = th->next_in_local) {
+      atomic_store_relaxed(&th->xlock, 0); /* its holder does not exist here */
       if (th != self && th->state == MM_THREAD_LIVE) {
         mm_thread_heap = th;
         thread_heap_abandon(th);
       }
+    }
   mm_thread_heap = self;
 }

@@ -206,8 +206,11 @@ typedef enum thread_heap_state_e {
   MM_THREAD_DEAD, /* its thread exited; waits in its local heap for reuse */
 } thread_heap_state_t;
 
-/* A thread heap.  Everything but xinbox is touched by its owner thread
- * only (and, once it is dead, under its local heap's lock).
+/* A thread heap.  Its owner thread touches it freely on the fast paths;
+ * its slow paths hold xlock.  Another thread touches it only through xinbox
+ * (push a chain), xactive_ms (read), and, holding xlock, `full` and the
+ * pages on it (thread_heap.c: taking over an idle heap's full pages); once
+ * the heap is dead, under its local heap's lock.
  *
  * Invariants (owner):
  *   direct[k] is the first page of queue[class of 16k] or &mm_page_empty;
@@ -220,6 +223,8 @@ typedef struct thread_heap_s {
   page_queue_t queue[MM_CLASSES];
   page_queue_t full;
   _Atomic(block_t *) xinbox; /* any thread pushes a chain; owner takes all */
+  _Atomic(uint32_t) xactive_ms; /* when the owner last ran a slow path */
+  _Atomic(uint32_t) xlock;      /* owner's slow paths; a taker of its full pages */
   remote_batch_t out[MM_REMOTE_BUCKETS];
   struct local_heap_s *local;
   struct thread_heap_s *next_in_local; /* all heaps of the local heap */
@@ -257,9 +262,11 @@ typedef struct local_heap_s {
   thread_heap_t *dead;                  /* dead ones, ready for reuse */
   /* Counts mirrored for lock-free peeks (written under lock, read by any
    * thread, relaxed: a stale zero only delays the work to the next look). */
-  _Atomic(uint32_t) xabandoned;         /* pages on the abandoned lists */
+  _Atomic(uint64_t) xabandoned_classes; /* bit c: abandoned[c] is not empty */
   _Atomic(uint32_t) xdead;              /* heaps on the dead list */
   _Atomic(uint32_t) xhuge_cached;       /* entries in huge_cache */
+  _Atomic(uint32_t) xcached;            /* cache_count */
+  _Atomic(uint64_t) xpages_taken_over;  /* stats: full pages taken from idle threads */
   size_t dirty_pages;
   _Atomic(uint64_t) xpurge_at; /* 0, or (1 << 32) | deadline in ms */
   char *meta_next;             /* bump allocator for thread heaps */
