@@ -657,6 +657,25 @@ void local_heap_free_large(extent_t *e) {
 /* Resize a LARGE extent in place to hold size bytes: shrink by giving the
  * tail back, grow by taking the free extent right behind it.  False when it
  * cannot grow in place (nothing changed). */
+/* Make [end, end + more pages) of the free extent r usable for a block
+ * growing into it.  r's address space may have been given back (unmapped in
+ * place under pressure): map it again.  In a slot with holes the watermark
+ * says nothing, so commit the exact range.  False leaves everything as it
+ * was (realloc then moves the block).  Lock held. */
+static bool grow_commit(slot_t *slot, extent_t *r, uintptr_t end, size_t more) {
+  void *p = (void *)end;
+  size_t bytes = more << MM_PAGE_SHIFT;
+  if (r->flags & MM_EXTENT_UNMAPPED) {
+    if (!os_reserve_at(p, bytes)) return false;
+    if (!os_commit(p, bytes)) {
+      os_release(p, bytes);
+      return false;
+    }
+    return true;
+  }
+  return slot->holes ? os_commit(p, bytes) : region_commit_to(slot, end + bytes);
+}
+
 bool local_heap_resize_large(extent_t *e, size_t size) {
   if (e->flags & MM_EXTENT_GUARD) return false; /* secure mode: realloc moves */
   local_heap_t *h = local_heap_of_extent(e);
@@ -685,7 +704,7 @@ bool local_heap_resize_large(extent_t *e, size_t size) {
     extent_t *r = end < (uintptr_t)slot + slot->size ? region_extent_at(slot, end) : NULL;
     size_t more = n - old;
     if (r && r->kind == MM_EXTENT_FREE && r->node.npages >= more &&
-        region_commit_to(slot, end + (more << MM_PAGE_SHIFT))) {
+        grow_commit(slot, r, end, more)) {
       if (r->node.npages == more) {
         interval_tree_remove(&h->tree, &r->node);
         extent_set_dirty(h, r, 0);

@@ -140,7 +140,29 @@ static void test_bad_alignment(void) {
   }
 }
 
+/* A refused request makes mmalloc give free address space back (free
+ * extents unmapped in place).  A large block that then grows in place into
+ * such an extent must get its tail mapped again (found by the fuzzer:
+ * test/fuzz/crashes/realloc-grows-into-unmapped-extent). */
+static void test_grow_after_refusal(void) {
+  unsigned char *a = F(malloc)(100 * KiB);
+  unsigned char *b = F(malloc)(2 * MiB); /* right behind a */
+  REQUIRE(API " malloc for the growth test", a != NULL && b != NULL);
+  memset(a, 0x3C, 100 * KiB);
+  F(free)(b);
+  errno = 0;
+  void *x = F(malloc)(opaque_size((size_t)1 << 50));
+  CHECK(API " malloc(2^50) == NULL, ENOMEM", x == NULL && errno == ENOMEM);
+  unsigned char *q = F(realloc)(a, MiB);
+  REQUIRE(API " realloc after a refusal", q != NULL);
+  memset(q + 100 * KiB, 0x5A, MiB - 100 * KiB); /* the tail is mapped */
+  bool kept = q[0] == 0x3C && q[100 * KiB - 1] == 0x3C && q[MiB - 1] == 0x5A;
+  CHECK(API " a block grown after a refusal keeps its bytes and is usable to its end", kept);
+  F(free)(q);
+}
+
 int main(void) {
+  test_grow_after_refusal();
   test_malloc();
   test_calloc_overflow();
   test_realloc_keeps();
