@@ -79,6 +79,9 @@
  * its full pages (thread_heap.c), so that memory a blocked thread allocated
  * is reused by the threads that free it. */
 #define MM_IDLE_MS 20
+/* Under valgrind: bytes of freed small blocks each thread keeps from reuse
+ * (memcheck's own allocator keeps 20 MB: --freelist-vol). */
+#define MM_VG_QUARANTINE_BYTES ((size_t)20 << 20)
 
 /* ---- local heap -----------------------------------------------------------
  * Free page blocks kept per local heap, by size, before they go back into the

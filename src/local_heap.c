@@ -346,16 +346,12 @@ static extent_t *heap_grow(local_heap_t *h) {
 
 /* Make [start, start + n pages) of slot read-write: the slot's committed
  * prefix grows to cover it (few mprotect calls, two mappings per slot), or,
- * in a slot with holes, exactly that range.  On failure the pressure is
- * relieved and the commit tried once more. */
-static bool heap_commit(local_heap_t *h, slot_t *slot, uintptr_t start, size_t n) {
-  for (int attempt = 0; attempt < 2; attempt++) {
-    bool ok = slot->holes ? os_commit((void *)start, n << MM_PAGE_SHIFT)
-                          : region_commit_to(slot, start + (n << MM_PAGE_SHIFT));
-    if (ok) return true;
-    if (attempt == 0 && !relieve_pressure(h)) break;
-  }
-  return false;
+ * in a slot with holes, exactly that range.  No pressure relief here: that
+ * may unmap the very extent (or slot) being carved, so the caller relieves
+ * and searches again. */
+static bool heap_commit(slot_t *slot, uintptr_t start, size_t n) {
+  return slot->holes ? os_commit((void *)start, n << MM_PAGE_SHIFT)
+                     : region_commit_to(slot, start + (n << MM_PAGE_SHIFT));
 }
 
 /* An extent of n pages aligned to align_pages, carved from h's free space
@@ -368,6 +364,7 @@ static extent_t *heap_alloc_extent(local_heap_t *h, size_t n, size_t align_pages
     errno = ENOMEM;
     return NULL;
   }
+  bool relieved = false;
   for (int attempt = 0; attempt < 2; attempt++) {
     itree_node_t *node = NULL;
     if (room && align_pages == 1) {
@@ -413,7 +410,13 @@ static extent_t *heap_alloc_extent(local_heap_t *h, size_t n, size_t align_pages
         errno = ENOMEM;
         return NULL;
       }
-    } else if (!heap_commit(h, slot, f->node.start + (off << MM_PAGE_SHIFT), n)) {
+    } else if (!heap_commit(slot, f->node.start + (off << MM_PAGE_SHIFT), n)) {
+      /* Relieving the pressure may unmap f, or its whole slot: search again. */
+      if (!relieved && relieve_pressure(h)) {
+        relieved = true;
+        attempt--;
+        continue;
+      }
       errno = ENOMEM;
       return NULL;
     }
@@ -430,8 +433,6 @@ static extent_t *heap_alloc_extent(local_heap_t *h, size_t n, size_t align_pages
 
 /* ---- pages ------------------------------------------------------------------- */
 
-/* A fresh page of class cls for a thread heap: from the page cache if one of
- * the right size is there, else carved from the tree. */
 /* Lock held: take a cached page block of n datablocks out of h's cache. */
 static extent_t *cache_take(local_heap_t *h, size_t n) {
   for (extent_t *c = h->cache.first; c; c = c->next) {
@@ -464,6 +465,8 @@ static extent_t *cache_borrow(local_heap_t *h, size_t n) {
   return NULL;
 }
 
+/* A fresh page of class cls for a thread heap: from h's page cache, else
+ * from another heap's, else carved from h's tree. */
 extent_t *local_heap_take_page(local_heap_t *h, unsigned cls) {
   size_t n = guarded_pages(mm_size_classes[cls].npages);
   heap_lock(h);
@@ -791,7 +794,11 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zer
       } else {
         e = r;
         e->kind = MM_EXTENT_LARGE;
-        if (zero) os_purge((void *)e->node.start, e->node.npages << MM_PAGE_SHIFT);
+        if (zero) {
+          void *p = (void *)e->node.start;
+          size_t bytes = e->node.npages << MM_PAGE_SHIFT;
+          if (!os_purge(p, bytes)) memset(p, 0, bytes); /* it was someone's: zero it */
+        }
       }
       e = r;
     }

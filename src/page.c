@@ -84,20 +84,25 @@ static MM_COLD __attribute__((noreturn)) void written_after_free(const block_t *
            (const void *)b, at);
 }
 
-/* page_pop for the checked modes: decode the link, check that nothing wrote
- * into the block while it was free, clear the canary. */
+/* page_pop for the checked modes: check that nothing wrote into the block
+ * while it was free (secure mode: its link must decode to a block of this
+ * page, or nothing, before it is followed), then take it. */
 void *page_pop_checked(extent_t *page) {
   block_t *b = page->free;
-  page->free = block_next(b);
-  page->used++;
+  block_t *next = block_next(b);
   block_vg_open(b);
   if (options.secure) {
     if (b->canary != block_canary_of(b)) written_after_free(b, 8);
+    uint64_t off = (uintptr_t)next - page->page_start;
+    if (next && (off >= (uint64_t)page->reserved * page->block_size || off % page->block_size))
+      written_after_free(b, 0);
     const uint8_t *q = (const uint8_t *)b;
     uint8_t f = fill_byte();
     for (size_t i = sizeof(block_t); i < page->block_size; i++)
       if (q[i] != f) written_after_free(b, i);
   }
+  page->free = next;
+  page->used++;
   b->canary = 0;
 #if MM_VALGRIND
   VALGRIND_MAKE_MEM_NOACCESS(b, page->block_size);

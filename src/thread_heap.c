@@ -78,7 +78,7 @@
 
 #if MM_VALGRIND
 #include <valgrind/memcheck.h>
-#define VG_RZ 16 /* bytes after each small block that memcheck sees as no-access */
+#define VG_RZ 16 /* bytes after each block that memcheck sees as no-access */
 #else
 #define VG_RZ 0
 #endif
@@ -92,6 +92,9 @@ extent_t mm_page_empty;
 
 /* The heap of a thread that has not allocated yet. */
 thread_heap_t mm_heap_empty = {.direct = {[0 ... MM_DIRECT_SLOTS - 1] = &mm_page_empty}};
+
+/* The red zone after each block: VG_RZ when running on valgrind, else 0. */
+static size_t vg_rz;
 
 static pthread_key_t thread_key;
 static _Atomic(int) process_state; /* 0 none, 1 initialising, 2 ready */
@@ -132,10 +135,9 @@ void thread_heap_process_init(void) {
     /* Secure mode and valgrind switch the fast paths off: every call comes
      * through the checked slow paths (see page.c). */
 #if MM_VALGRIND
-    mm_slow_only = options.secure || RUNNING_ON_VALGRIND;
-#else
-    mm_slow_only = options.secure;
+    vg_rz = RUNNING_ON_VALGRIND ? VG_RZ : 0;
 #endif
+    mm_slow_only = options.secure || options.zero_on_free || vg_rz;
     if (options.secure) mm_list_key = (uintptr_t)os_random() | 1;
     local_heap_init_all((uint32_t)(options.heaps > 0 ? options.heaps : cpu_count));
     options.heaps = mm_nheaps;
@@ -519,14 +521,14 @@ static void *alloc_any(thread_heap_t *th, size_t size, size_t align, bool zero) 
  * valgrind, each block is reported to memcheck, with VG_RZ no-access bytes
  * after it (a read past the end is reported as it is on glibc). */
 static MM_NOINLINE void *alloc_checked(thread_heap_t *th, size_t size, size_t align, bool zero) {
-  if (size > PTRDIFF_MAX - VG_RZ) {
+  if (size > PTRDIFF_MAX - vg_rz) {
     errno = ENOMEM;
     return NULL;
   }
-  void *p = alloc_any(th, size + VG_RZ, align, zero);
+  void *p = alloc_any(th, size + vg_rz, align, zero);
 #if MM_VALGRIND
-  if (p) {
-    extent_t *e = slot_extent_of(slot_of_address((uintptr_t)p), (uintptr_t)p);
+  if (p && vg_rz) {
+    extent_t *e = thread_heap_lookup(p, "malloc"); /* huge blocks too */
     size_t room = e->kind == MM_EXTENT_PAGE ? e->block_size : extent_usable(e);
     VALGRIND_MAKE_MEM_NOACCESS(p, room);
     VALGRIND_MALLOCLIKE_BLOCK(p, size, 0, zero);
@@ -633,6 +635,30 @@ static MM_COLD __attribute__((noreturn)) void double_free(const char *call, cons
   bad_pointer(call, p, "double free of");
 }
 
+/* ---- the quarantine (valgrind) --------------------------------------------------------- */
+
+/* Owner, holding its lock: the oldest quarantined blocks are freed for real
+ * until at most `keep` bytes stay. */
+static void quarantine_drain(thread_heap_t *th, size_t keep) {
+  while (th->quarantine_bytes > keep) {
+    block_t *b = th->quarantine_first;
+    extent_t *page = page_of_block(b);
+    th->quarantine_first = block_next(b);
+    if (!th->quarantine_first) th->quarantine_last = NULL;
+    th->quarantine_bytes -= page->block_size;
+    free_block(th, page, b);
+  }
+}
+
+static void quarantine_push(thread_heap_t *th, extent_t *page, block_t *b) {
+  block_set_next(b, NULL);
+  if (th->quarantine_last) block_set_next(th->quarantine_last, b);
+  else th->quarantine_first = b;
+  th->quarantine_last = b;
+  th->quarantine_bytes += page->block_size;
+  quarantine_drain(th, MM_VG_QUARANTINE_BYTES);
+}
+
 /* ---- free ------------------------------------------------------------------------------ */
 
 /* The remote free: a block of a page another live thread owns.  The same
@@ -641,7 +667,7 @@ static MM_COLD __attribute__((noreturn)) void double_free(const char *call, cons
  * is unusual; the general path then sorts it out. */
 MM_INLINE bool free_remote_fast(thread_heap_t *th, void *p) {
   uintptr_t a = (uintptr_t)p;
-  if (slot_table_entry(a) != MM_SLOT_HEAP || th == &mm_heap_empty) return false;
+  if (slot_table_entry(a) != MM_SLOT_HEAP || th == &mm_heap_empty || vg_rz) return false;
   extent_t *page = slot_extent_of(slot_of_address(a), a);
   thread_heap_t *owner = atomic_load_relaxed(&page->xowner);
   uint64_t off = a - page->page_start;
@@ -691,7 +717,8 @@ void thread_heap_free_slow(void *p, const char *call) {
     os_fatal("mmalloc: %s(): out of memory freeing %p\n", call, p);
   }
   owner_lock(th);
-  free_block(th, e, b);
+  if (unlikely(vg_rz)) quarantine_push(th, e, b);
+  else free_block(th, e, b);
   if (++th->slow_calls % 64 == 0) thread_heap_beat(th);
   thread_heap_check(th);
   owner_unlock(th);
@@ -704,7 +731,7 @@ size_t thread_heap_usable_size(const void *p, const char *call) {
   extent_t *e = thread_heap_lookup(p, call);
   if (e->kind == MM_EXTENT_PAGE) {
     if (block_is_free(p)) double_free(call, p);
-    return e->block_size - VG_RZ * mm_slow_only;
+    return e->block_size - vg_rz;
   }
   return extent_usable(e);
 }
@@ -715,7 +742,7 @@ void *thread_heap_realloc(void *p, size_t size) {
   size_t old;
   if (e->kind == MM_EXTENT_PAGE) {
     if (block_is_free(p)) double_free("realloc", p);
-    old = e->block_size - VG_RZ * mm_slow_only;
+    old = e->block_size - vg_rz;
   } else {
     old = extent_usable(e);
   }
@@ -776,6 +803,7 @@ void *thread_heap_realloc(void *p, size_t size) {
 /* Give every page of th back to its local heap: empty ones to the page cache,
  * the others parked as abandoned.  th becomes dead (reusable). */
 void thread_heap_abandon(thread_heap_t *th) {
+  quarantine_drain(th, 0);
   if (atomic_load_relaxed(&th->xinbox)) take_inbox(th);
   remote_flush_all(th);
   for (unsigned c = 0; c < MM_CLASSES; c++) {
@@ -810,6 +838,7 @@ void thread_heap_collect(void) {
   thread_heap_t *th = thread_heap_current();
   if (th) {
     owner_lock(th);
+    quarantine_drain(th, 0);
     if (atomic_load_relaxed(&th->xinbox)) take_inbox(th);
     for (uint32_t i = 0; i < mm_nheaps; i++) {
       block_t *b = local_heap_take_dead_inboxes(&mm_heaps[i]);

@@ -235,6 +235,10 @@ typedef struct thread_heap_s {
   uint64_t pages_taken;  /* stats: pages this heap took from its local heap */
   uint64_t remote_sent;  /* stats: blocks freed into other threads' pages */
   uint64_t remote_received;
+  /* Under valgrind only: small blocks freed by this thread, oldest first,
+   * kept from reuse so that memcheck still sees a late use after free */
+  block_t *quarantine_first, *quarantine_last;
+  size_t quarantine_bytes;
 } thread_heap_t;
 
 /* A local heap.  Everything is guarded by `lock` except xpurge_at.
