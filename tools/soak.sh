@@ -17,7 +17,8 @@
 # log directory (build-soak-<sanitizer>/soak-<date>/); a failed run (exit
 # not 0, a sanitizer report, a hang past the per-run limit) keeps its whole
 # output in fail-<n>.log with the command that reproduces it.  The last
-# line is the summary: runs, failures, seeds used.  Exit 1 on any failure,
+# line is the summary: runs, failures and the seeds of the failed runs
+# (every seed is in runs.log).  Exit 1 on any failure,
 # 2 on bad usage or a failed build.
 #
 # Environment: SOAK_RUN_LIMIT (seconds a run may take before it counts as a
@@ -80,7 +81,7 @@ esac
 
 lo_t=$(( threads / 2 )); [ $lo_t -lt 1 ] && lo_t=1
 hi_t=$(( threads * 2 ))
-runs=0 failures=0 seeds=""
+runs=0 failures=0 failed_seeds=""
 start=$SECONDS
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
@@ -97,7 +98,6 @@ while [ $(( SECONDS - start )) -lt "$secs" ]; do
   iter=$(( ops / t * $(between 5 15) / 10 ))
   [ $iter -lt 200 ] && iter=200
   seed=$(rand64)
-  seeds="$seeds $seed"
   cmd="MMALLOC_HEAPS=$heaps $prog $t $scale $iter $seed"
   out=$logdir/run.out
   t0=$SECONDS
@@ -117,6 +117,7 @@ while [ $(( SECONDS - start )) -lt "$secs" ]; do
     "$result" "$dt" >>"$logdir/runs.log"
   if [ "$result" != ok ]; then
     failures=$((failures + 1))
+    failed_seeds="$failed_seeds $seed"
     keep=$logdir/fail-$failures.log
     { echo "# $result after ${dt}s; reproduce with:"; echo "$cmd"; echo; cat "$out"; } >"$keep"
     echo "soak: run $runs FAILED ($result): $cmd  [log: $keep]"
@@ -124,5 +125,5 @@ while [ $(( SECONDS - start )) -lt "$secs" ]; do
 done
 rm -f "$logdir/run.out"
 
-echo "soak: $runs runs, $failures failures, seeds:$seeds" | tee -a "$logdir/runs.log"
+echo "soak: $runs runs, $failures failures${failed_seeds:+, failed seeds:$failed_seeds} (all seeds: $logdir/runs.log)" | tee -a "$logdir/runs.log"
 [ $failures -eq 0 ]
