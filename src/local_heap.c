@@ -448,17 +448,28 @@ static extent_t *cache_take(local_heap_t *h, size_t n) {
   return NULL;
 }
 
+/* A page block taken from a page cache becomes a page of class cls (its
+ * page map still names it on every page), under the lock of the heap whose
+ * cache it was in. */
+static void cached_page_init(extent_t *e, unsigned cls) {
+  uint8_t guard = e->flags & MM_EXTENT_GUARD;
+  page_init(e, cls);
+  e->flags = guard;
+}
+
 /* h's lock held: a cached page block of n datablocks from another local
  * heap.  Its memory stays in that heap's slot (the page goes home when it
  * is empty again); a thread uses resident memory another heap's threads
  * freed instead of carving and faulting in fresh memory, which is what a
  * thread on one CPU replacing objects a thread on another allocated would
  * otherwise do.  Try-lock only: never waits while holding h. */
-static extent_t *cache_borrow(local_heap_t *h, size_t n) {
+static extent_t *cache_borrow(local_heap_t *h, size_t n, unsigned cls) {
   for (uint32_t i = 1; i < mm_nheaps; i++) {
     local_heap_t *g = &mm_heaps[(h->index + i) % mm_nheaps];
     if (!atomic_load_relaxed(&g->xcached) || pthread_mutex_trylock(&g->lock) != 0) continue;
     extent_t *e = cache_take(g, n);
+    /* under g's lock: g's threads read the kind of extents in g's slot */
+    if (e) cached_page_init(e, cls);
     heap_unlock(g);
     if (e) return e;
   }
@@ -472,13 +483,9 @@ extent_t *local_heap_take_page(local_heap_t *h, unsigned cls) {
   heap_lock(h);
   heap_check(h);
   extent_t *e = cache_take(h, n);
-  if (!e) e = cache_borrow(h, n);
-  if (e) {
-    uint8_t guard = e->flags & MM_EXTENT_GUARD;
-    page_init(e, cls);
-    e->flags = guard;
-    /* the page map of a cached page block still names it on every page */
-  } else {
+  if (e) cached_page_init(e, cls);
+  else e = cache_borrow(h, n, cls);
+  if (!e) {
     e = heap_alloc_extent(h, n, 1, false);
     if (e) {
       e->kind = MM_EXTENT_PAGE;
