@@ -73,7 +73,13 @@
 /* Remote frees are batched per destination heap: a batch is handed over
  * with one CAS when it reaches this many blocks (or on the slow path). */
 #define MM_REMOTE_BATCH 32
-#define MM_REMOTE_BUCKETS 8
+/* A batch is built as this many chains (block i on lane i % MM_LANES) and
+ * each thread heap has one inbox per lane: the owner walks the lanes side
+ * by side, so that many cache misses on blocks last written by the freeing
+ * thread are in flight at once instead of one (thread_heap.c). */
+#define MM_LANES 4
+#define MM_REMOTE_BUCKET_BITS 3
+#define MM_REMOTE_BUCKETS (1u << MM_REMOTE_BUCKET_BITS)
 /* A thread heap whose owner has not run a slow path for this long while
  * remote frees reach it is idle: a thread handing it a batch takes over
  * its full pages (thread_heap.c), so that memory a blocked thread allocated

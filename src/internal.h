@@ -265,6 +265,7 @@ thread_heap_t *thread_heap_current(void);
 void *thread_heap_malloc_slow(thread_heap_t *th, size_t size);
 void *thread_heap_malloc_aligned(size_t size, size_t align, bool zero);
 void thread_heap_free_slow(void *p, const char *call);
+void thread_heap_free_remote(void *p, extent_t *page, const char *call);
 void thread_heap_page_empty(thread_heap_t *th, extent_t *page);
 bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size);
 void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local);
@@ -310,6 +311,9 @@ MM_INLINE void thread_heap_free_fast(void *p, const char *call) {
         thread_heap_page_empty(mm_thread_heap, page);
         return;
       }
+    } else {
+      thread_heap_free_remote(p, page, call); /* another thread's page, or odd */
+      return;
     }
   }
   thread_heap_free_slow(p, call);

@@ -1001,13 +1001,15 @@ block_t *local_heap_take_dead_inboxes(local_heap_t *h) {
   if (atomic_load_relaxed(&h->xdead) == 0) return NULL; /* the next sweep sees the rest */
   heap_lock(h);
   for (thread_heap_t *th = h->dead; th; th = th->next_dead) {
-    if (!atomic_load_relaxed(&th->xinbox)) continue;
-    block_t *b = atomic_exchange_acquire(&th->xinbox, NULL);
-    while (b) {
-      block_t *next = block_next(b);
-      block_set_next(b, all);
-      all = b;
-      b = next;
+    for (unsigned lane = 0; lane < MM_LANES; lane++) {
+      if (!atomic_load_relaxed(&th->xinbox[lane])) continue;
+      block_t *b = atomic_exchange_acquire(&th->xinbox[lane], NULL);
+      while (b) {
+        block_t *next = block_next(b);
+        block_set_next(b, all);
+        all = b;
+        b = next;
+      }
     }
   }
   heap_unlock(h);

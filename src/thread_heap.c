@@ -24,7 +24,11 @@
  *       p in a heap slot, its page owned by this thread, p at a carved block
  *       boundary and not already free: push on local_free, used--   (~25)
  *       used reached 0: thread_heap_page_empty (retire unless current)
- *     └ thread_heap_free_slow                                noinline
+ *     ├ thread_heap_free_remote      (p in a heap slot, page not ours) noinline
+ *     │   page of another live thread, p at a carved block boundary, not
+ *     │   already free: append to the batch for that thread      (~55)
+ *     │   a full batch: to its inbox with one CAS (free_remote_flush)
+ *     └ free_general (through thread_heap_free_slow, or from the above)
  *         thread_heap_lookup: not ours / interior / double free -> abort
  *         LARGE: local_heap_free_large; huge: local_heap_free_huge
  *         thread_heap_free_block:
@@ -39,6 +43,10 @@
  * is set to the inbox head read, and a release CAS installs the first block.
  * The owner takes the whole inbox with one acquire exchange (pairing with
  * those CASes, so the links are visible) and frees each block as its own.
+ * Batch and inbox come in MM_LANES lanes (block i of a batch on lane i %
+ * MM_LANES, one CAS per lane): the owner's walk reads each link from a line
+ * the freeing thread wrote last, a cache miss, and walking the lanes side
+ * by side keeps MM_LANES of those misses in flight instead of one.
  * A page is retired only when used == 0, and blocks in batches or inboxes
  * still count as used, so no thread ever pushes into a retired page.
  * The owner read by a remote freer may be stale: if the owner exited in
@@ -256,11 +264,19 @@ MM_INLINE extent_t *page_of_block(const block_t *b) {
   return slot_extent_of(slot_of_address(a), a);
 }
 
-static void push_chain(thread_heap_t *dest, block_t *first, block_t *last) {
-  block_t *head = atomic_load_relaxed(&dest->xinbox);
+static void push_chain(thread_heap_t *dest, unsigned lane, block_t *first, block_t *last) {
+  _Atomic(block_t *) *inbox = &dest->xinbox[lane];
+  block_t *head = atomic_load_relaxed(inbox);
   do {
     block_set_next(last, head);
-  } while (!atomic_cas_weak_release(&dest->xinbox, &head, first));
+  } while (!atomic_cas_weak_release(inbox, &head, first));
+}
+
+/* Something waits in th's inboxes (a hint: relaxed loads of one line). */
+MM_INLINE bool inbox_waiting(thread_heap_t *th) {
+  uintptr_t any = 0;
+  for (unsigned i = 0; i < MM_LANES; i++) any |= (uintptr_t)atomic_load_relaxed(&th->xinbox[i]);
+  return any != 0;
 }
 
 /* Holding x's lock (x idle): free the inbox's blocks of x's full pages into
@@ -269,33 +285,35 @@ static void push_chain(thread_heap_t *dest, block_t *first, block_t *last) {
  * thread's id) until it is handed over, still under x's lock: its owner's
  * free misses on it, and nobody takes it for ownerless. */
 static void take_over_full_pages(thread_heap_t *x) {
-  block_t *b = atomic_exchange_acquire(&x->xinbox, NULL);
   uintptr_t full_tid = page_owner_tid(x, true);
   page_queue_t taken = {NULL, NULL};
   block_t *back_first = NULL, *back_last = NULL;
   uint64_t pages = 0;
-  while (b) {
-    block_t *next = block_next(b);
-    extent_t *page = page_of_block(b);
-    uintptr_t tid = atomic_load_relaxed(&page->xowner_tid);
-    if (atomic_load_relaxed(&page->xowner) == x && (tid == full_tid || tid == 0)) {
-      if (tid == full_tid) {
-        page_queue_remove(&x->full, page);
-        page_queue_push_back(&taken, page);
-        atomic_store_relaxed(&page->xowner_tid, 0);
-        pages++;
+  for (unsigned lane = 0; lane < MM_LANES; lane++) {
+    block_t *b = atomic_exchange_acquire(&x->xinbox[lane], NULL);
+    while (b) {
+      block_t *next = block_next(b);
+      extent_t *page = page_of_block(b);
+      uintptr_t tid = atomic_load_relaxed(&page->xowner_tid);
+      if (atomic_load_relaxed(&page->xowner) == x && (tid == full_tid || tid == 0)) {
+        if (tid == full_tid) {
+          page_queue_remove(&x->full, page);
+          page_queue_push_back(&taken, page);
+          atomic_store_relaxed(&page->xowner_tid, 0);
+          pages++;
+        }
+        block_set_next(b, page->local_free);
+        page->local_free = b;
+        page->used--;
+      } else {
+        block_set_next(b, back_first);
+        if (!back_last) back_last = b;
+        back_first = b;
       }
-      block_set_next(b, page->local_free);
-      page->local_free = b;
-      page->used--;
-    } else {
-      block_set_next(b, back_first);
-      if (!back_last) back_last = b;
-      back_first = b;
+      b = next;
     }
-    b = next;
   }
-  if (back_first) push_chain(x, back_first, back_last);
+  if (back_first) push_chain(x, 0, back_first, back_last);
   extent_t *page;
   while ((page = taken.first) != NULL) {
     page_queue_remove(&taken, page);
@@ -308,8 +326,11 @@ static void take_over_full_pages(thread_heap_t *x) {
 /* Hand a batch to its heap; take over that heap's full pages if it is idle. */
 static void remote_flush(remote_batch_t *rb) {
   thread_heap_t *dest = rb->dest;
-  push_chain(dest, rb->head, rb->tail);
-  rb->head = rb->tail = NULL;
+  for (unsigned lane = 0; lane < MM_LANES; lane++) {
+    if (!rb->head[lane]) continue;
+    push_chain(dest, lane, rb->head[lane], rb->tail[lane]);
+    rb->head[lane] = rb->tail[lane] = NULL;
+  }
   rb->count = 0;
   uint32_t now = os_now_ms();
   if (unlikely(time_reached(now, atomic_load_relaxed(&dest->xactive_ms) + MM_IDLE_MS)) &&
@@ -326,16 +347,26 @@ static void remote_flush_all(thread_heap_t *th) {
     if (th->out[i].count) remote_flush(&th->out[i]);
 }
 
+/* The batch of th for blocks of dest's pages: a multiplicative hash of the
+ * heap's address picks one of MM_REMOTE_BUCKETS (3 instructions). */
+MM_INLINE remote_batch_t *remote_bucket(thread_heap_t *th, const thread_heap_t *dest) {
+  uint64_t h = (uint64_t)(uintptr_t)dest * 0x9e3779b97f4a7c15ull;
+  return &th->out[h >> (64 - MM_REMOTE_BUCKET_BITS)];
+}
+
+/* The bucket holds another heap's batch: hand that over and start dest's. */
+static MM_NOINLINE void remote_retarget(remote_batch_t *rb, thread_heap_t *dest) {
+  if (rb->count) remote_flush(rb);
+  rb->dest = dest;
+}
+
 static void remote_push(thread_heap_t *th, thread_heap_t *dest, block_t *b) {
-  remote_batch_t *rb =
-      &th->out[((uintptr_t)dest / sizeof(thread_heap_t)) % MM_REMOTE_BUCKETS];
-  if (rb->dest != dest) {
-    if (rb->count) remote_flush(rb);
-    rb->dest = dest;
-  }
-  block_set_next(b, rb->head);
-  if (!rb->head) rb->tail = b;
-  rb->head = b;
+  remote_batch_t *rb = remote_bucket(th, dest);
+  if (rb->dest != dest) remote_retarget(rb, dest);
+  unsigned lane = rb->count % MM_LANES;
+  block_set_next(b, rb->head[lane]);
+  if (!rb->head[lane]) rb->tail[lane] = b;
+  rb->head[lane] = b;
   th->remote_sent++;
   if (++rb->count >= MM_REMOTE_BATCH) remote_flush(rb);
 }
@@ -351,7 +382,7 @@ void thread_heap_page_empty(thread_heap_t *th, extent_t *page) {
   local_heap_return_page(page);
 }
 
-static void free_local(thread_heap_t *th, extent_t *page, block_t *b) {
+MM_INLINE void free_local(thread_heap_t *th, extent_t *page, block_t *b) {
   block_set_next(b, page->local_free);
   page->local_free = b;
   if (page_is_full(page)) {
@@ -385,13 +416,25 @@ static void free_block(thread_heap_t *th, extent_t *page, block_t *b) {
   }
 }
 
+/* Free what other threads sent.  The blocks were last written by those
+ * threads, so each link read is a cache miss: the lanes are walked side by
+ * side, one block of each per round, to have MM_LANES misses in flight. */
 static void take_inbox(thread_heap_t *th) {
-  block_t *b = atomic_exchange_acquire(&th->xinbox, NULL);
-  while (b) {
-    block_t *next = block_next(b);
-    th->remote_received++;
-    free_block(th, page_of_block(b), b);
-    b = next;
+  block_t *cur[MM_LANES];
+  for (unsigned i = 0; i < MM_LANES; i++) cur[i] = atomic_exchange_acquire(&th->xinbox[i], NULL);
+  for (;;) {
+    uintptr_t any = 0;
+    for (unsigned i = 0; i < MM_LANES; i++) {
+      block_t *b = cur[i];
+      if (!b) continue;
+      cur[i] = block_next(b);
+      any |= (uintptr_t)cur[i];
+      th->remote_received++;
+      extent_t *page = page_of_block(b);
+      if (likely(atomic_load_relaxed(&page->xowner) == th)) free_local(th, page, b);
+      else free_block(th, page, b);
+    }
+    if (!any) break;
   }
 }
 
@@ -426,7 +469,7 @@ static MM_COLD void heartbeat(thread_heap_t *th, uint32_t now) {
 
 /* Every slow path of the owner, holding its lock. */
 MM_INLINE void thread_heap_beat(thread_heap_t *th) {
-  if (atomic_load_relaxed(&th->xinbox)) take_inbox(th);
+  if (inbox_waiting(th)) take_inbox(th);
   uint32_t now = os_now_ms();
   if (atomic_load_relaxed(&th->xactive_ms) != now) atomic_store_relaxed(&th->xactive_ms, now);
   if ((uint32_t)(now - th->last_beat_ms) >= MM_HEARTBEAT_MS) heartbeat(th, now);
@@ -661,35 +704,19 @@ static void quarantine_push(thread_heap_t *th, extent_t *page, block_t *b) {
 
 /* ---- free ------------------------------------------------------------------------------ */
 
-/* The remote free: a block of a page another live thread owns.  The same
- * checks as the owner's fast path (block boundary of the carved part, not
- * already free), then into the batch for the owner.  False when anything
- * is unusual; the general path then sorts it out. */
-MM_INLINE bool free_remote_fast(thread_heap_t *th, void *p) {
-  uintptr_t a = (uintptr_t)p;
-  if (slot_table_entry(a) != MM_SLOT_HEAP || th == &mm_heap_empty || vg_rz) return false;
-  extent_t *page = slot_extent_of(slot_of_address(a), a);
-  thread_heap_t *owner = atomic_load_relaxed(&page->xowner);
-  uint64_t off = a - page->page_start;
-  if (!owner || owner == th || off >= atomic_load_relaxed(&page->xlimit) ||
-      off * page->magic >= page->magic)
-    return false;
-  block_t *b = p;
-  if (block_is_free(b)) return false;
-  if (unlikely(mm_slow_only)) block_on_free(page, b);
-  else b->canary = a ^ mm_canary_key;
-  remote_push(th, owner, b);
-  if (unlikely(++th->slow_calls % 64 == 0)) {
+/* The remote free's batch is full, or it is time for the heartbeat. */
+static MM_NOINLINE void free_remote_flush(thread_heap_t *th, remote_batch_t *rb) {
+  if (rb->count >= MM_REMOTE_BATCH) remote_flush(rb);
+  if (th->slow_calls % 64 == 0) {
     owner_lock(th);
     thread_heap_beat(th);
     owner_unlock(th);
   }
-  return true;
 }
 
-void thread_heap_free_slow(void *p, const char *call) {
-  thread_heap_t *th = mm_thread_heap;
-  if (likely(free_remote_fast(th, p))) return;
+/* Every other free: NULL, large blocks, bad pointers, the checked modes,
+ * abandoned pages, a thread without a heap.  Validates p completely. */
+static MM_NOINLINE void free_general(void *p, const char *call) {
   if (!p) return;
   extent_t *e = thread_heap_lookup(p, call);
   if (e->kind == MM_EXTENT_LARGE) {
@@ -704,13 +731,13 @@ void thread_heap_free_slow(void *p, const char *call) {
   if (block_is_free(b)) double_free(call, p);
   if (unlikely(mm_slow_only)) block_on_free(e, b);
   else b->canary = block_canary_of(b);
-  th = thread_heap_current();
+  thread_heap_t *th = thread_heap_current();
   if (unlikely(!th)) {
     /* No heap for this thread (out of memory): hand the block straight to
      * its owner's inbox, or free it under the home heap's lock. */
     thread_heap_t *owner = atomic_load_relaxed(&e->xowner);
     if (owner) {
-      remote_batch_t rb = {owner, b, b, 1};
+      remote_batch_t rb = {.dest = owner, .head = {b}, .tail = {b}, .count = 1};
       remote_flush(&rb);
       return;
     }
@@ -723,6 +750,42 @@ void thread_heap_free_slow(void *p, const char *call) {
   thread_heap_check(th);
   owner_unlock(th);
 }
+
+/* The remote free, kept small (few registers to save, remote_push inlined):
+ * p is in `page` (the caller looked it up) and the page is not the calling
+ * thread's.  The same checks as the owner's fast path (block boundary of the
+ * carved part, not already free), then into the batch for the page's owner;
+ * a full batch and the heartbeat (every 64 slow calls) go out of line.
+ * Anything unusual (no owner, the checked modes, a bucket holding another
+ * heap's batch, a bad pointer) goes to free_general. */
+void thread_heap_free_remote(void *p, extent_t *page, const char *call) {
+  thread_heap_t *th = mm_thread_heap;
+  thread_heap_t *owner = atomic_load_relaxed(&page->xowner);
+  uintptr_t a = (uintptr_t)p;
+  uint64_t off = a - page->page_start;
+  block_t *b = p;
+  uintptr_t canary = a ^ mm_canary_key;
+  if (likely(owner && owner != th && !mm_slow_only && th != &mm_heap_empty &&
+             off < atomic_load_relaxed(&page->xlimit) && off * page->magic < page->magic &&
+             b->canary != canary)) {
+    remote_batch_t *rb = remote_bucket(th, owner);
+    if (likely(rb->dest == owner)) {
+      unsigned lane = rb->count % MM_LANES;
+      b->canary = canary;
+      b->next = rb->head[lane]; /* a plain link: !mm_slow_only */
+      if (!rb->head[lane]) rb->tail[lane] = b;
+      rb->head[lane] = b;
+      th->remote_sent++;
+      if (likely(++rb->count < MM_REMOTE_BATCH && ++th->slow_calls % 64 != 0)) return;
+      free_remote_flush(th, rb);
+      return;
+    }
+  }
+  free_general(p, call);
+}
+
+/* What the owner's fast path did not take and that is not in a heap slot. */
+void thread_heap_free_slow(void *p, const char *call) { free_general(p, call); }
 
 /* ---- usable size, realloc ------------------------------------------------------------- */
 
@@ -804,7 +867,7 @@ void *thread_heap_realloc(void *p, size_t size) {
  * the others parked as abandoned.  th becomes dead (reusable). */
 void thread_heap_abandon(thread_heap_t *th) {
   quarantine_drain(th, 0);
-  if (atomic_load_relaxed(&th->xinbox)) take_inbox(th);
+  if (inbox_waiting(th)) take_inbox(th);
   remote_flush_all(th);
   for (unsigned c = 0; c < MM_CLASSES; c++) {
     extent_t *page;
@@ -839,7 +902,7 @@ void thread_heap_collect(void) {
   if (th) {
     owner_lock(th);
     quarantine_drain(th, 0);
-    if (atomic_load_relaxed(&th->xinbox)) take_inbox(th);
+    if (inbox_waiting(th)) take_inbox(th);
     for (uint32_t i = 0; i < mm_nheaps; i++) {
       block_t *b = local_heap_take_dead_inboxes(&mm_heaps[i]);
       while (b) {

@@ -196,8 +196,8 @@ typedef struct page_queue_s {
  * handed to that thread's inbox as one chain. */
 typedef struct remote_batch_s {
   struct thread_heap_s *dest;
-  block_t *head;
-  block_t *tail;
+  block_t *head[MM_LANES]; /* block i of the batch is on lane i % MM_LANES */
+  block_t *tail[MM_LANES];
   uint32_t count;
 } remote_batch_t;
 
@@ -207,7 +207,7 @@ typedef enum thread_heap_state_e {
 } thread_heap_state_t;
 
 /* A thread heap.  Its owner thread touches it freely on the fast paths;
- * its slow paths hold xlock.  Another thread touches it only through xinbox
+ * its slow paths hold xlock.  Another thread touches it only through xinbox[]
  * (push a chain), xactive_ms (read), and, holding xlock, `full` and the
  * pages on it (thread_heap.c: taking over an idle heap's full pages); once
  * the heap is dead, under its local heap's lock.
@@ -222,7 +222,7 @@ typedef struct thread_heap_s {
   uintptr_t tid; /* the owner thread's id (mm_thread_id()) */
   page_queue_t queue[MM_CLASSES];
   page_queue_t full;
-  _Atomic(block_t *) xinbox; /* any thread pushes a chain; owner takes all */
+  _Atomic(block_t *) xinbox[MM_LANES]; /* any thread pushes chains; owner takes all */
   _Atomic(uint32_t) xactive_ms; /* when the owner last ran a slow path */
   _Atomic(uint32_t) xlock;      /* owner's slow paths; a taker of its full pages */
   remote_batch_t out[MM_REMOTE_BUCKETS];
