@@ -272,11 +272,14 @@ static void push_chain(thread_heap_t *dest, unsigned lane, block_t *first, block
   } while (!atomic_cas_weak_release(inbox, &head, first));
 }
 
-/* Something waits in th's inboxes (a hint: relaxed loads of one line). */
+/* Something waits in th's inboxes (a hint).  Lane 0 alone tells: every
+ * chain pushed holds a block on lane 0, and its lanes are pushed from the
+ * last to lane 0 (remote_flush), so a block on another lane belongs to a
+ * chain whose lane-0 part is in the inbox or still to come; the owner takes
+ * lane 0 first (acquire), then the others, which by then hold the rest of
+ * every chain whose lane 0 it took. */
 MM_INLINE bool inbox_waiting(thread_heap_t *th) {
-  uintptr_t any = 0;
-  for (unsigned i = 0; i < MM_LANES; i++) any |= (uintptr_t)atomic_load_relaxed(&th->xinbox[i]);
-  return any != 0;
+  return atomic_load_relaxed(&th->xinbox[0]) != NULL;
 }
 
 /* Holding x's lock (x idle): free the inbox's blocks of x's full pages into
@@ -326,7 +329,7 @@ static void take_over_full_pages(thread_heap_t *x) {
 /* Hand a batch to its heap; take over that heap's full pages if it is idle. */
 static void remote_flush(remote_batch_t *rb) {
   thread_heap_t *dest = rb->dest;
-  for (unsigned lane = 0; lane < MM_LANES; lane++) {
+  for (unsigned lane = MM_LANES; lane-- > 0;) { /* lane 0 last: inbox_waiting */
     if (!rb->head[lane]) continue;
     push_chain(dest, lane, rb->head[lane], rb->tail[lane]);
     rb->head[lane] = rb->tail[lane] = NULL;
@@ -421,7 +424,8 @@ static void free_block(thread_heap_t *th, extent_t *page, block_t *b) {
  * side, one block of each per round, to have MM_LANES misses in flight. */
 static void take_inbox(thread_heap_t *th) {
   block_t *cur[MM_LANES];
-  for (unsigned i = 0; i < MM_LANES; i++) cur[i] = atomic_exchange_acquire(&th->xinbox[i], NULL);
+  for (unsigned i = 0; i < MM_LANES; i++) /* lane 0 first: inbox_waiting */
+    cur[i] = atomic_exchange_acquire(&th->xinbox[i], NULL);
   for (;;) {
     uintptr_t any = 0;
     for (unsigned i = 0; i < MM_LANES; i++) {
