@@ -26,9 +26,9 @@
  *       used reached 0: thread_heap_page_empty (retire unless current)
  *     ├ thread_heap_free_remote      (p in a heap slot, page not ours) noinline
  *     │   page of another live thread, p at a carved block boundary, not
- *     │   already free: append to the batch for that thread      (~55)
- *     │   a full batch: to its inbox with one CAS (free_remote_flush)
- *     └ free_general (through thread_heap_free_slow, or from the above)
+ *     │   already free: batch_add onto the batch for that thread    (~55)
+ *     │   a full batch: to its inbox, one CAS per lane (remote_flush)
+ *     └ thread_heap_free_slow       (anything else, also from the above)
  *         thread_heap_lookup: not ours / interior / double free -> abort
  *         LARGE: local_heap_free_large; huge: local_heap_free_huge
  *         thread_heap_free_block:
@@ -178,7 +178,6 @@ void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local) {
   th->slow_calls = 0;
   th->last_beat_ms = os_now_ms();
   atomic_store_relaxed(&th->xactive_ms, th->last_beat_ms);
-  th->pages_taken = th->remote_sent = th->remote_received = 0;
 }
 
 /* Bind the calling thread to the local heap of its CPU (threads on
@@ -327,7 +326,7 @@ static void take_over_full_pages(thread_heap_t *x) {
 }
 
 /* Hand a batch to its heap; take over that heap's full pages if it is idle. */
-static void remote_flush(remote_batch_t *rb) {
+static MM_NOINLINE void remote_flush(remote_batch_t *rb) {
   thread_heap_t *dest = rb->dest;
   for (unsigned lane = MM_LANES; lane-- > 0;) { /* lane 0 last: inbox_waiting */
     if (!rb->head[lane]) continue;
@@ -357,21 +356,25 @@ MM_INLINE remote_batch_t *remote_bucket(thread_heap_t *th, const thread_heap_t *
   return &th->out[h >> (64 - MM_REMOTE_BUCKET_BITS)];
 }
 
-/* The bucket holds another heap's batch: hand that over and start dest's. */
-static MM_NOINLINE void remote_retarget(remote_batch_t *rb, thread_heap_t *dest) {
-  if (rb->count) remote_flush(rb);
-  rb->dest = dest;
-}
-
-static void remote_push(thread_heap_t *th, thread_heap_t *dest, block_t *b) {
-  remote_batch_t *rb = remote_bucket(th, dest);
-  if (rb->dest != dest) remote_retarget(rb, dest);
+/* Append b to batch rb (block i on lane i % MM_LANES); true when the batch
+ * is now full and must be flushed. */
+MM_INLINE bool batch_add(remote_batch_t *rb, block_t *b) {
   unsigned lane = rb->count % MM_LANES;
   block_set_next(b, rb->head[lane]);
   if (!rb->head[lane]) rb->tail[lane] = b;
   rb->head[lane] = b;
-  th->remote_sent++;
-  if (++rb->count >= MM_REMOTE_BATCH) remote_flush(rb);
+  return ++rb->count >= MM_REMOTE_BATCH;
+}
+
+/* b into th's batch for dest; a bucket holding another heap's batch hands
+ * that over first. */
+static MM_NOINLINE void remote_push(thread_heap_t *th, thread_heap_t *dest, block_t *b) {
+  remote_batch_t *rb = remote_bucket(th, dest);
+  if (rb->dest != dest) {
+    if (rb->count) remote_flush(rb);
+    rb->dest = dest;
+  }
+  if (batch_add(rb, b)) remote_flush(rb);
 }
 
 /* ---- freeing a block whose canary is set ------------------------------------------ */
@@ -433,7 +436,6 @@ static void take_inbox(thread_heap_t *th) {
       if (!b) continue;
       cur[i] = block_next(b);
       any |= (uintptr_t)cur[i];
-      th->remote_received++;
       extent_t *page = page_of_block(b);
       if (likely(atomic_load_relaxed(&page->xowner) == th)) free_local(th, page, b);
       else free_block(th, page, b);
@@ -500,10 +502,7 @@ static extent_t *new_page(thread_heap_t *th, unsigned c) {
     page_set_full(page, th, true);
   }
   page = local_heap_take_page(th->local, c);
-  if (page) {
-    page_set_owner(page, th);
-    th->pages_taken++;
-  }
+  if (page) page_set_owner(page, th);
   return page;
 }
 
@@ -708,8 +707,10 @@ static void quarantine_push(thread_heap_t *th, extent_t *page, block_t *b) {
 
 /* ---- free ------------------------------------------------------------------------------ */
 
-/* The remote free's batch is full, or it is time for the heartbeat. */
-static MM_NOINLINE void free_remote_flush(thread_heap_t *th, remote_batch_t *rb) {
+/* After a remote free: flush the batch if full; every 64 slow calls, the
+ * heartbeat, which a thread that only frees remotely needs too (it hands
+ * over partial batches, purges due heaps). */
+static MM_NOINLINE void free_remote_after(thread_heap_t *th, remote_batch_t *rb) {
   if (rb->count >= MM_REMOTE_BATCH) remote_flush(rb);
   if (th->slow_calls % 64 == 0) {
     owner_lock(th);
@@ -720,7 +721,7 @@ static MM_NOINLINE void free_remote_flush(thread_heap_t *th, remote_batch_t *rb)
 
 /* Every other free: NULL, large blocks, bad pointers, the checked modes,
  * abandoned pages, a thread without a heap.  Validates p completely. */
-static MM_NOINLINE void free_general(void *p, const char *call) {
+MM_NOINLINE void thread_heap_free_slow(void *p, const char *call) {
   if (!p) return;
   extent_t *e = thread_heap_lookup(p, call);
   if (e->kind == MM_EXTENT_LARGE) {
@@ -755,13 +756,13 @@ static MM_NOINLINE void free_general(void *p, const char *call) {
   owner_unlock(th);
 }
 
-/* The remote free, kept small (few registers to save, remote_push inlined):
+/* The remote free, kept small (no call on its common path, so few registers
+ * to save):
  * p is in `page` (the caller looked it up) and the page is not the calling
  * thread's.  The same checks as the owner's fast path (block boundary of the
- * carved part, not already free), then into the batch for the page's owner;
- * a full batch and the heartbeat (every 64 slow calls) go out of line.
- * Anything unusual (no owner, the checked modes, a bucket holding another
- * heap's batch, a bad pointer) goes to free_general. */
+ * carved part, not already free), then into the batch for the page's owner.
+ * Anything unusual (no owner, the checked modes, a bad pointer) goes to
+ * thread_heap_free_slow. */
 void thread_heap_free_remote(void *p, extent_t *page, const char *call) {
   thread_heap_t *th = mm_thread_heap;
   thread_heap_t *owner = atomic_load_relaxed(&page->xowner);
@@ -772,24 +773,18 @@ void thread_heap_free_remote(void *p, extent_t *page, const char *call) {
   if (likely(owner && owner != th && !mm_slow_only && th != &mm_heap_empty &&
              off < atomic_load_relaxed(&page->xlimit) && off * page->magic < page->magic &&
              b->canary != canary)) {
+    b->canary = canary;
     remote_batch_t *rb = remote_bucket(th, owner);
-    if (likely(rb->dest == owner)) {
-      unsigned lane = rb->count % MM_LANES;
-      b->canary = canary;
-      b->next = rb->head[lane]; /* a plain link: !mm_slow_only */
-      if (!rb->head[lane]) rb->tail[lane] = b;
-      rb->head[lane] = b;
-      th->remote_sent++;
-      if (likely(++rb->count < MM_REMOTE_BATCH && ++th->slow_calls % 64 != 0)) return;
-      free_remote_flush(th, rb);
+    if (unlikely(rb->dest != owner)) {
+      remote_push(th, owner, b); /* the bucket holds another heap's batch */
       return;
     }
+    if (likely(!batch_add(rb, b) && ++th->slow_calls % 64 != 0)) return;
+    free_remote_after(th, rb);
+    return;
   }
-  free_general(p, call);
+  thread_heap_free_slow(p, call);
 }
-
-/* What the owner's fast path did not take and that is not in a heap slot. */
-void thread_heap_free_slow(void *p, const char *call) { free_general(p, call); }
 
 /* ---- usable size, realloc ------------------------------------------------------------- */
 
@@ -871,7 +866,7 @@ void *thread_heap_realloc(void *p, size_t size) {
  * the others parked as abandoned.  th becomes dead (reusable). */
 void thread_heap_abandon(thread_heap_t *th) {
   quarantine_drain(th, 0);
-  if (inbox_waiting(th)) take_inbox(th);
+  take_inbox(th); /* every lane, not only when lane 0 says so */
   remote_flush_all(th);
   for (unsigned c = 0; c < MM_CLASSES; c++) {
     extent_t *page;
@@ -906,7 +901,7 @@ void thread_heap_collect(void) {
   if (th) {
     owner_lock(th);
     quarantine_drain(th, 0);
-    if (inbox_waiting(th)) take_inbox(th);
+    take_inbox(th); /* every lane, not only when lane 0 says so */
     for (uint32_t i = 0; i < mm_nheaps; i++) {
       block_t *b = local_heap_take_dead_inboxes(&mm_heaps[i]);
       while (b) {

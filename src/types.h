@@ -232,9 +232,6 @@ typedef struct thread_heap_s {
   uint32_t state;                      /* thread_heap_state_t */
   uint32_t slow_calls;
   uint32_t last_beat_ms;
-  uint64_t pages_taken;  /* stats: pages this heap took from its local heap */
-  uint64_t remote_sent;  /* stats: blocks freed into other threads' pages */
-  uint64_t remote_received;
   /* Under valgrind only: small blocks freed by this thread, oldest first,
    * kept from reuse so that memcheck still sees a late use after free */
   block_t *quarantine_first, *quarantine_last;
