@@ -1,17 +1,23 @@
-# Thin wrappers around CMake/ctest; see README.md.
-#   make            release build: build/libmmalloc.so, build/libmmalloc.a
+# Thin wrappers around CMake/ctest; see README.md.  Every build tree is a
+# configure preset of CMakePresets.json (cmake --list-presets): the options
+# live there, the Makefile only calls them.
+#   make            release build: build/libmmalloc.so, build/libmmalloc.a (preset release)
 #   make test       every test suite (release, MM_DEBUG=3, sanitizers, fuzzer, trust)
 #   make bench      the allocator comparison (quick default; FULL=1 for all)
 #   make install    PREFIX=/usr/local by default
+# BUILD=dir puts the release tree elsewhere (the preset's options, -B dir).
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX ?= /usr/local
 CMAKE  ?= cmake
+CTEST  ?= ctest
 BUILD  ?= build
 
 .PHONY: all deps test test-release test-debug test-asan test-tsan test-fuzz fuzz test-trust soak bench install clean
 
+# The release tree may be moved with BUILD=, so it is built and tested by
+# directory; the other trees by their build and test presets.
 all:
-	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	$(CMAKE) --preset release -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 # What the tests and benchmarks need (apt/pip; a no-op once installed).
@@ -22,27 +28,35 @@ test: deps
 	$(MAKE) test-release test-debug test-asan test-tsan test-fuzz test-trust
 
 test-release: all
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && $(CTEST) --output-on-failure -j $(JOBS)
 
-# MM_DEBUG=3: every structure checker runs on entry and exit of its mutators.
+# $(call preset,X): configure and build the tree of preset X (its build
+# preset names the targets; its test preset, run after, the ctest labels).
+define preset
+$(CMAKE) --preset $(1) >/dev/null
+$(CMAKE) --build --preset $(1) -j $(JOBS)
+endef
+
+# MM_DEBUG=3: every structure checker runs on entry and exit of its mutators
+# (labels unit|api|stress|robust).
 test-debug:
-	$(CMAKE) -S . -B build-debug -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMM_DEBUG=3 -DMM_BUILD_BENCH=OFF >/dev/null
-	$(CMAKE) --build build-debug -j $(JOBS)
-	cd build-debug && ctest --output-on-failure -j $(JOBS) -L 'unit|api|stress|robust'
+	$(call preset,debug)
+	$(CTEST) --preset debug -j $(JOBS)
 
+# ASan+UBSan, MM_DEBUG=2 (labels unit|sanitize).
 test-asan:
-	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMM_SANITIZE=address -DMM_BUILD_BENCH=OFF >/dev/null
-	$(CMAKE) --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j $(JOBS) -L 'unit|sanitize'
+	$(call preset,asan)
+	$(CTEST) --preset asan -j $(JOBS)
 
+# TSan, MM_DEBUG=2 (label sanitize).
 test-tsan:
-	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMM_SANITIZE=thread -DMM_BUILD_BENCH=OFF >/dev/null
-	$(CMAKE) --build build-tsan -j $(JOBS)
-	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L 'sanitize'
+	$(call preset,tsan)
+	$(CTEST) --preset tsan -j $(JOBS)
 
 # Fuzzing (test/fuzz/README.md).  make fuzz [SECONDS=60] [MERGE=1] [DIFF=1]: libFuzzer
-# (clang, build-fuzz) on test/fuzz/corpus; make test-fuzz: 60 s of it and the gcc
-# driver's ctests (build-fuzz-gcc), or the driver alone without clang.
+# (clang, preset fuzz: build-fuzz) on test/fuzz/corpus; make test-fuzz: 60 s of it and
+# the gcc driver's ctests (preset fuzz-gcc: build-fuzz-gcc), or the driver alone
+# without clang.
 SECONDS ?= 60
 fuzz:
 	JOBS=$(JOBS) test/fuzz/run.sh fuzz $(SECONDS) $(if $(MERGE),--merge) $(if $(DIFF),--diff)
@@ -51,26 +65,20 @@ test-fuzz:
 	JOBS=$(JOBS) test/fuzz/run.sh test
 
 # Trust suite (test/trust/CMakeLists.txt): fault injection and memcheck reports
-# (build-trust: -DMM_FAULT_INJECTION=ON -DMM_VALGRIND=ON), secure mode switched
-# on at run time (build-trust) and compiled in (build-secure: -DMM_SECURE=ON),
-# then a 30 s soak of the stress test under ASan.  Every part runs; the target
-# fails if any did.  make soak [SOAK_SECONDS=600] [SOAK_THREADS=4]
-# [SOAK_SAN=address|thread|none]: tools/soak.sh on its own.
+# (preset trust: build-trust, MM_FAULT_INJECTION=ON MM_VALGRIND=ON), secure
+# mode switched on at run time (build-trust) and compiled in (preset secure:
+# build-secure, MM_SECURE=ON), then a 30 s soak of the stress test under ASan.
+# Every part runs; the target fails if any did.  make soak [SOAK_SECONDS=600]
+# [SOAK_THREADS=4] [SOAK_SAN=address|thread|none]: tools/soak.sh on its own.
 SOAK_SECONDS ?= 600
 SOAK_THREADS ?= 4
 SOAK_SAN ?= address
-TRUST_TARGETS = mmalloc trust_faults trust_vgprog trust_secure stress_mm16 stress_override \
-  api_mm api_std api_stats api_options api_cxx api_override_shared api_override_static
 test-trust: deps
-	$(CMAKE) -S . -B build-trust -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMM_FAULT_INJECTION=ON \
-	  -DMM_VALGRIND=ON -DMM_BUILD_BENCH=OFF -DMM_BUILD_STREAM=OFF >/dev/null
-	$(CMAKE) --build build-trust -j $(JOBS) --target $(TRUST_TARGETS)
-	$(CMAKE) -S . -B build-secure -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMM_SECURE=ON \
-	  -DMM_BUILD_BENCH=OFF -DMM_BUILD_STREAM=OFF >/dev/null
-	$(CMAKE) --build build-secure -j $(JOBS) --target mmalloc trust_secure
+	$(call preset,trust)
+	$(call preset,secure)
 	@status=0; \
-	(cd build-trust && ctest --output-on-failure -j $(JOBS) -L trust) || status=1; \
-	(cd build-secure && ctest --output-on-failure -j $(JOBS) -L trust) || status=1; \
+	$(CTEST) --preset trust -j $(JOBS) || status=1; \
+	$(CTEST) --preset secure -j $(JOBS) || status=1; \
 	SOAK_JOBS=$(JOBS) tools/soak.sh 30 $(SOAK_THREADS) address || status=1; \
 	exit $$status
 

@@ -46,7 +46,7 @@ run_limit=${SOAK_RUN_LIMIT:-300}
 echo "soak: building stress_mm16 in $build (sanitizer: $san)"
 mkdir -p "$build" || exit 2
 if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMM_SANITIZE="$cmake_san" \
-  -DMM_BUILD_BENCH=OFF -DMM_BUILD_STREAM=OFF >"$build/soak-configure.log" 2>&1; then
+  -DMM_BUILD_BENCH=OFF -DMM_BUILD_STREAM=OFF -DMM_WERROR=ON >"$build/soak-configure.log" 2>&1; then
   cat "$build/soak-configure.log" >&2
   echo "soak: configure failed" >&2
   exit 2

@@ -38,17 +38,18 @@ have_libfuzzer() {
   return $status
 }
 
+# The two trees are the configure presets fuzz ($CLANG_BUILD: clang,
+# RelWithDebInfo, ASan+UBSan) and fuzz-gcc ($GCC_BUILD: the default compiler,
+# RelWithDebInfo, MM_DEBUG=2) of CMakePresets.json; their build presets name
+# the targets (fuzz_ops; fuzz_driver and fuzz_mutants).
 build_libfuzzer() {
-  cmake -S . -B $CLANG_BUILD -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMM_SANITIZE=address \
-    -DMM_BUILD_BENCH=OFF -DMM_BUILD_STREAM=OFF >/dev/null
-  cmake --build $CLANG_BUILD -j "$JOBS" --target fuzz_ops
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j "$JOBS"
 }
 
 build_driver() {
-  cmake -S . -B $GCC_BUILD -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMM_DEBUG=2 \
-    -DMM_BUILD_BENCH=OFF -DMM_BUILD_STREAM=OFF >/dev/null
-  cmake --build $GCC_BUILD -j "$JOBS" --target fuzz_driver fuzz_mutants
+  cmake --preset fuzz-gcc >/dev/null
+  cmake --build --preset fuzz-gcc -j "$JOBS"
 }
 
 # libfuzz SECONDS: fuzz_ops on the corpus; new inputs kept in $NEW.
@@ -94,7 +95,7 @@ cmd_test() {
     libfuzz 60 >$log 2>&1 &
     fuzzer=$!
     ctest_status=0
-    (cd $GCC_BUILD && ctest --output-on-failure -L fuzz) || ctest_status=$?
+    ctest --preset fuzz-gcc || ctest_status=$?
     fuzzer_status=0
     wait $fuzzer || fuzzer_status=$?
     grep -E '^#[0-9]+[[:space:]]+DONE|^stat::|ERROR|SUMMARY|Test unit written' $log || tail -20 $log
@@ -104,7 +105,7 @@ cmd_test() {
   else
     echo "run.sh: clang with libFuzzer not found: the gcc driver's --random 60 instead"
     build_driver
-    (cd $GCC_BUILD && ctest --output-on-failure -L fuzz)
+    ctest --preset fuzz-gcc
     $GCC_BUILD/test/fuzz_driver --random 60 $CORPUS
     echo "run.sh: $(($(date +%s) - start)) s in all"
   fi

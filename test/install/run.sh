@@ -18,6 +18,19 @@
 #   static-namespace  libmmalloc.a defines no global name outside that list
 #                     either: a program with a global of its own called
 #                     `options` or `stats_print` must link statically
+#   stream            the installed tree has libmmstream.a, mmalloc/stream.h and
+#                     the CMake target mmalloc::mmstream: a tiny project finds
+#                     it with find_package(mmalloc COMPONENTS mmstream), builds
+#                     a program that passes items through an mm_queue_t, runs it
+#   override-off      configures and builds the libraries alone with
+#                     -DMM_OVERRIDE=OFF in WORK_DIR/override-off-build (kept, so
+#                     that a second run is incremental): libmmalloc.so exports
+#                     exactly the mm_ API of the default build (no malloc family,
+#                     no C++ operators), libmmalloc.a defines no other global
+#                     name, and override_off.c, linked with each, uses glibc's
+#                     malloc and mmalloc's mm_malloc side by side.  Environment
+#                     (set by CMakeLists.txt): MM_TEST_CC, MM_TEST_CXX (the
+#                     compilers), MM_TEST_WERROR, MM_TEST_JOBS (default 2)
 set -u   # no -e: every check reports, then the script exits with the verdict
 
 case=$1 build=$2 work=$3
@@ -248,6 +261,130 @@ EOF
   else
     sed 's/^/    /' "$dir/link.log" | head -10
     bad "a program defining its own 'options' and 'stats_print' links with libmmalloc.a and runs"
+  fi
+  ;;
+stream)
+  install_prefix
+  for f in "$libdir/libmmstream.a" "$prefix/include/mmalloc/stream.h" \
+           "$libdir/cmake/mmalloc/mmstreamTargets.cmake"; do
+    [ -e "$f" ]; check "installed ${f#"$prefix"/}" $?
+  done
+  mkdir -p "$dir/sapp"
+  cat > "$dir/sapp/main.c" <<'EOF'
+#include <stdint.h>
+#include <stdio.h>
+#include <mmalloc/stream.h>
+int main(void) {
+  mm_queue_t *q = mm_queue_create(MM_QUEUE_LOCKFREE, 8);
+  if (!q) { puts("mm_queue_create failed"); return 1; }
+  uintptr_t sum = 0;
+  for (uintptr_t i = 1; i <= 5; i++)
+    if (!mm_queue_try_push(q, (void *)i)) { puts("push failed"); return 1; }
+  void *item;
+  while (mm_queue_try_pop(q, &item)) sum += (uintptr_t)item;
+  printf("%s queue passed items summing to %lu\n", mm_queue_kind_name(mm_queue_kind(q)),
+         (unsigned long)sum);
+  mm_queue_destroy(q);
+  return sum == 15 ? 0 : 1;
+}
+EOF
+  cat > "$dir/sapp/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.16)
+project(mmstream_user C)
+find_package(mmalloc 0.1 REQUIRED COMPONENTS mmstream)
+add_executable(sapp main.c)
+target_link_libraries(sapp PRIVATE mmalloc::mmstream)
+EOF
+  if cmake -S "$dir/sapp" -B "$dir/sapp/build" -DCMAKE_PREFIX_PATH="$prefix" > "$dir/configure.log" 2>&1 &&
+     cmake --build "$dir/sapp/build" > "$dir/build.log" 2>&1; then
+    ok "find_package(mmalloc COMPONENTS mmstream) project links mmalloc::mmstream and builds"
+  else
+    cat "$dir/configure.log" "$dir/build.log" 2>/dev/null | tail -30
+    bad "find_package(mmalloc COMPONENTS mmstream) project links mmalloc::mmstream and builds"
+    exit 1
+  fi
+  run_app "sapp (mmalloc::mmstream)" "$dir/sapp/build/sapp"
+  ;;
+override-off)
+  src=$(cd "$(dirname "$0")/../.." && pwd)
+  obuild=$work/override-off-build
+  cc=${MM_TEST_CC:-cc}
+  if cmake -S "$src" -B "$obuild" -DCMAKE_BUILD_TYPE=Release -DMM_OVERRIDE=OFF \
+       -DMM_BUILD_TESTS=OFF -DMM_BUILD_STREAM=OFF -DMM_BUILD_BENCH=OFF \
+       -DMM_WERROR="${MM_TEST_WERROR:-OFF}" \
+       ${MM_TEST_CC:+-DCMAKE_C_COMPILER="$MM_TEST_CC"} \
+       ${MM_TEST_CXX:+-DCMAKE_CXX_COMPILER="$MM_TEST_CXX"} > "$dir/configure.log" 2>&1 &&
+     cmake --build "$obuild" -j "${MM_TEST_JOBS:-2}" --target mmalloc mmalloc_static \
+       > "$dir/build.log" 2>&1; then
+    ok "libraries configured and built with -DMM_OVERRIDE=OFF in $obuild"
+  else
+    cat "$dir/configure.log" "$dir/build.log" 2>/dev/null | tail -40
+    bad "libraries configured and built with -DMM_OVERRIDE=OFF"
+    echo "(files kept in $dir)"
+    exit 1
+  fi
+  echo "$ALLOWED" | tr ' ' '\n' | sed '/^$/d' | sort -u > "$dir/override_names"
+  # The shared library: only mm_ names, and the same ones as the default build.
+  nm -D --defined-only "$obuild/libmmalloc.so" | awk 'NF >= 3 { print $3 }' | sed 's/@.*//' |
+    sort -u > "$dir/exported"
+  grep -v '^mm_' "$dir/exported" > "$dir/unexpected" || true
+  if [ -s "$dir/unexpected" ]; then
+    echo "the MM_OVERRIDE=OFF libmmalloc.so exports names outside mm_*:"
+    sed 's/^/    /' "$dir/unexpected"
+    bad "MM_OVERRIDE=OFF libmmalloc.so: only mm_* exported"
+  else
+    ok "MM_OVERRIDE=OFF libmmalloc.so: only mm_* exported ($(wc -l < "$dir/exported") symbols)"
+  fi
+  comm -12 "$dir/exported" "$dir/override_names" > "$dir/overrides"
+  [ ! -s "$dir/overrides" ]
+  check "MM_OVERRIDE=OFF libmmalloc.so: no malloc family, no C++ operators ($(tr '\n' ' ' < "$dir/overrides"))" $?
+  nm -D --defined-only "$build/libmmalloc.so" | awk 'NF >= 3 { print $3 }' | sed 's/@.*//' |
+    grep '^mm_' | sort -u > "$dir/default_mm"
+  if [ -s "$dir/default_mm" ] && cmp -s "$dir/exported" "$dir/default_mm"; then
+    ok "MM_OVERRIDE=OFF libmmalloc.so exports exactly the default build's mm_ API"
+  else
+    diff "$dir/default_mm" "$dir/exported" | sed 's/^/    /'
+    bad "MM_OVERRIDE=OFF libmmalloc.so exports exactly the default build's mm_ API (< default, > OFF)"
+  fi
+  # Every function mmalloc.h declares (a declaration starts its line).
+  sed -n 's/^[a-z][a-z_ ]*[ *]\(mm_[a-z0-9_]*\)(.*/\1/p' "$src/include/mmalloc.h" |
+    sort -u > "$dir/declared"
+  comm -23 "$dir/declared" "$dir/exported" > "$dir/missing"
+  [ -s "$dir/declared" ] && [ ! -s "$dir/missing" ]
+  check "every mm_ function of mmalloc.h exported ($(wc -l < "$dir/declared") declared; missing: $(tr '\n' ' ' < "$dir/missing"))" $?
+  # The static library, after src/CMakeLists.txt's ld -r + objcopy --localize-hidden.
+  nm -g --defined-only "$obuild/libmmalloc.a" | awk 'NF == 3 { print $3 }' | sort -u > "$dir/defined"
+  grep -v '^mm_' "$dir/defined" > "$dir/unexpected_a" || true
+  if [ -s "$dir/unexpected_a" ]; then
+    echo "the MM_OVERRIDE=OFF libmmalloc.a defines global names outside mm_*:"
+    sed 's/^/    /' "$dir/unexpected_a" | head -40
+    bad "MM_OVERRIDE=OFF libmmalloc.a: no global names outside mm_*"
+  else
+    ok "MM_OVERRIDE=OFF libmmalloc.a: no global names outside mm_* ($(wc -l < "$dir/defined") names)"
+  fi
+  # A program using glibc's malloc and mm_malloc side by side, linked with each.
+  app_src=$src/test/install/override_off.c
+  if $cc -Wall -Wextra -O1 -I"$src/include" -o "$dir/app_shared" "$app_src" -L"$obuild" -lmmalloc \
+       -Wl,-rpath,"$obuild" > "$dir/link.log" 2>&1; then
+    ok "override_off.c links with the MM_OVERRIDE=OFF libmmalloc.so"
+    run_app "override_off (shared)" "$dir/app_shared"
+    if ldd "$dir/app_shared" | grep -q "$obuild/libmmalloc.so"; then
+      ok "override_off (shared) uses the MM_OVERRIDE=OFF libmmalloc.so"
+    else
+      ldd "$dir/app_shared"
+      bad "override_off (shared) uses the MM_OVERRIDE=OFF libmmalloc.so"
+    fi
+  else
+    cat "$dir/link.log"
+    bad "override_off.c links with the MM_OVERRIDE=OFF libmmalloc.so"
+  fi
+  if $cc -Wall -Wextra -O1 -I"$src/include" -o "$dir/app_static" "$app_src" "$obuild/libmmalloc.a" \
+       -lpthread > "$dir/link_static.log" 2>&1; then
+    ok "override_off.c links with the MM_OVERRIDE=OFF libmmalloc.a"
+    run_app "override_off (static)" "$dir/app_static"
+  else
+    cat "$dir/link_static.log"
+    bad "override_off.c links with the MM_OVERRIDE=OFF libmmalloc.a"
   fi
   ;;
 *)
