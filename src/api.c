@@ -2,7 +2,7 @@
  *
  * Layer: api.  Argument checking and errno live here; the allocation work is
  * the thread heap's.  mm_malloc and mm_free are the force-inlined fast paths
- * of internal.h; override.c builds the standard names the same way.
+ * of thread_heap.h; override.c builds the standard names the same way.
  *
  * Error conventions (as glibc): sizes above PTRDIFF_MAX, multiplication
  * overflow and exhausted memory give NULL with errno ENOMEM and leave any
@@ -12,8 +12,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
 #include "mmalloc.h"
+#include "stats.h"
+#include "thread_heap.h"
 
 MM_EXPORT void *mm_malloc(size_t size) { return thread_heap_malloc_fast(size); }
 
@@ -89,15 +90,15 @@ MM_EXPORT void *mm_memalign(size_t align, size_t size) {
   return aligned(align, size);
 }
 
-MM_EXPORT void *mm_valloc(size_t size) { return aligned(MM_PAGE_SIZE, size); }
+MM_EXPORT void *mm_valloc(size_t size) { return aligned(MM_DATABLOCK_SIZE, size); }
 
 MM_EXPORT void *mm_pvalloc(size_t size) {
-  size_t rounded = (size + MM_PAGE_SIZE - 1) & ~(MM_PAGE_SIZE - 1);
+  size_t rounded = (size + MM_DATABLOCK_SIZE - 1) & ~(MM_DATABLOCK_SIZE - 1);
   if (rounded < size) {
     errno = ENOMEM;
     return NULL;
   }
-  return aligned(MM_PAGE_SIZE, rounded ? rounded : MM_PAGE_SIZE);
+  return aligned(MM_DATABLOCK_SIZE, rounded ? rounded : MM_DATABLOCK_SIZE);
 }
 
 MM_EXPORT size_t mm_malloc_usable_size(const void *p) {
@@ -112,6 +113,16 @@ MM_EXPORT void mm_collect(void) {
 MM_EXPORT void mm_stats_print(void) {
   thread_heap_process_init();
   stats_print(2);
+}
+
+MM_EXPORT int mm_option_set(const char *name, long value) {
+  thread_heap_process_init();
+  return options_set(name, value);
+}
+
+MM_EXPORT long mm_option_get(const char *name) {
+  thread_heap_process_init();
+  return options_get(name);
 }
 
 MM_EXPORT size_t mm_stats_json(char *buf, size_t size) {

@@ -7,12 +7,20 @@
 #ifndef MM_CONFIG_H
 #define MM_CONFIG_H
 
-/* Debug level: 0 none, 1 API misuse, 2 internal logic, 3 whole-structure
- * walks on entry and exit of mutators.  Corruption checks (bad pointer,
+/* Debug level (debug.h): 0 none, 1 mm_assert (preconditions a caller
+ * must meet), 2 also mm_assert_internal (the allocator's own logic) and the
+ * lock witness (lock.h), 3 also mm_assert_expensive: whole-structure
+ * checkers on entry and exit of mutators.  Corruption checks (bad pointer,
  * double free) are on at every level. */
 #ifndef MM_DEBUG
 #define MM_DEBUG 0
 #endif
+#if MM_DEBUG < 0 || MM_DEBUG > 3
+#error "MM_DEBUG must be 0, 1, 2 or 3"
+#endif
+/* Locks record their holder and rank, and every acquisition is checked
+ * against the rank order (lock.h). */
+#define MM_WITNESS (MM_DEBUG >= 2)
 #ifndef MM_SECURE
 #define MM_SECURE 0
 #endif
@@ -24,9 +32,11 @@
 #endif
 
 /* ---- region ---------------------------------------------------------------
- * A datablock (the paper's unit of the interval tree): 4 KiB, the OS page. */
-#define MM_PAGE_SHIFT 12
-#define MM_PAGE_SIZE ((size_t)1 << MM_PAGE_SHIFT)
+ * A datablock: 4 KiB, the OS page, and the unit the local heaps manage (the
+ * interval tree counts extents in datablocks).  "Page" in mmalloc means
+ * something else: an extent of small objects of one size class (page.h). */
+#define MM_DATABLOCK_SHIFT 12
+#define MM_DATABLOCK_SIZE ((size_t)1 << MM_DATABLOCK_SHIFT)
 
 /* A slot: 128 MiB of address space, aligned to its size, owned by one local
  * heap for its whole life.  Large enough that blocks up to a quarter of it
@@ -38,8 +48,8 @@
 #define MM_SLOT_SHIFT 27
 #define MM_SLOT_SIZE ((uintptr_t)1 << MM_SLOT_SHIFT)
 #define MM_SLOT_META_SIZE ((uintptr_t)2 << 20)
-#define MM_SLOT_PAGES (MM_SLOT_SIZE >> MM_PAGE_SHIFT)
-#define MM_SLOT_DATA_PAGES ((MM_SLOT_SIZE - MM_SLOT_META_SIZE) >> MM_PAGE_SHIFT)
+#define MM_SLOT_DATABLOCKS (MM_SLOT_SIZE >> MM_DATABLOCK_SHIFT)
+#define MM_SLOT_DATA_DATABLOCKS ((MM_SLOT_SIZE - MM_SLOT_META_SIZE) >> MM_DATABLOCK_SHIFT)
 
 /* User space on x86-64 and AArch64 (4-level tables) is 47/48 bits; the slot
  * table covers 48 bits and anything above is not ours. */
@@ -50,7 +60,7 @@
  * every free extent touches an extent in use (coalescing), so a quarter of
  * the slot's pages is ample; running out only sends an allocation to another
  * slot. */
-#define MM_SLOT_EXTENTS (MM_SLOT_PAGES / 4)
+#define MM_SLOT_EXTENTS (MM_SLOT_DATABLOCKS / 4)
 
 /* Blocks above this size get their own mapping ("huge"), freed by munmap and
  * grown by mremap. */
@@ -99,10 +109,17 @@
 #define MM_HUGE_CACHE_MAX 4
 /* Default purge delay: free memory idle this long is returned to the OS. */
 #define MM_PURGE_DELAY_MS_DEFAULT 100
-/* Slow paths check the clock at most this often (in slow-path calls). */
-#define MM_HEARTBEAT_CALLS 16
+/* A thread that only frees into other threads' pages runs the heartbeat
+ * every this many remote frees (it has no other slow path). */
+#define MM_HEARTBEAT_CALLS 64
 #define MM_HEARTBEAT_MS 10
 
 #define MM_CACHE_LINE 64
+
+_Static_assert((MM_LANES & (MM_LANES - 1)) == 0, "MM_LANES is a power of two");
+_Static_assert(MM_REMOTE_BATCH >= MM_LANES, "a full batch has a block on every lane");
+_Static_assert(MM_EXTEND_BYTES / 16 <= 65536, "page.c's shuffle indexes blocks in uint16_t");
+_Static_assert((MM_HEARTBEAT_CALLS & (MM_HEARTBEAT_CALLS - 1)) == 0,
+               "MM_HEARTBEAT_CALLS is a power of two (a mask, not a division)");
 
 #endif

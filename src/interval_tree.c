@@ -8,19 +8,20 @@
  * call.  The tree never allocates, never locks, and prints nothing except
  * on the panic path (os_fatal: one write(2), then abort).
  *
- * Layer: local heap.  Included only by local_heap.c and the unit test; it
- * calls nothing but os_fatal on the panic path.
+ * Layer: tree (above os, below region: region.h embeds a node in every
+ * extent descriptor, and the local heap files use the tree).  It calls
+ * nothing but os_fatal on the panic path and os_format in the checker.
  *
  * Invariants (interval_tree_is_valid checks all of them):
  *   order:    in-order starts strictly increase, and
- *             a.start + a.npages * PAGE <= b.start for consecutive a, b;
+ *             a.start + a.ndatablocks * DATABLOCK <= b.start for consecutive a, b;
  *             with coalescing expected, strictly <
- *   extent:   npages > 0, start % PAGE == 0, and the extent ends at or
- *             below UINTPTR_MAX - PAGE + 1, so `end` never overflows
+ *   extent:   ndatablocks > 0, start % DATABLOCK == 0, and the extent ends at or
+ *             below UINTPTR_MAX - DATABLOCK + 1, so `end` never overflows
  *   AVL:      height = 1 + max(height(left), height(right)), NULL has 0,
  *             |height(left) - height(right)| <= 1
- *   maxima:   max_npages = max(npages, left.max_npages, right.max_npages)
- *   counts:   count = #nodes, total_pages = sum of npages
+ *   maxima:   max_ndatablocks = max(ndatablocks, left.max_ndatablocks, right.max_ndatablocks)
+ *   counts:   count = #nodes, total_datablocks = sum of ndatablocks
  *
  * Why AVL rather than red-black: AVL trees are more strictly balanced
  * (height <= 1.44 log2 n against 2 log2 n), and every first-fit, find and
@@ -35,9 +36,8 @@
  */
 #include "interval_tree.h"
 
-#include <limits.h>
-
-#include "internal.h"
+#include "debug.h"
+#include "os.h"
 
 /* The highest an AVL tree can be.  An AVL tree of height h holds at least
  * N(h) = N(h-1) + N(h-2) + 1 nodes (N(0) = 0, N(1) = 1); N(92) > 2^64, so a
@@ -51,7 +51,7 @@ _Static_assert(sizeof(uintptr_t) == sizeof(size_t),
 _Static_assert(sizeof(itree_node_t) <= 6 * sizeof(void *),
                "itree_node_t grew: extent descriptors grow with it");
 
-#define ITREE_PAGE_MASK ((uintptr_t)MM_PAGE_SIZE - 1)
+#define ITREE_DATABLOCK_MASK ((uintptr_t)MM_DATABLOCK_SIZE - 1)
 
 /* ------------------------------------------------------------------------ */
 /* Panic path: cold, never allocates (os_fatal).                            */
@@ -72,29 +72,29 @@ static inline int itree_height(const itree_node_t *n) {
 }
 
 static inline size_t itree_max(const itree_node_t *n) {
-  return n ? n->max_npages : 0;
+  return n ? n->max_ndatablocks : 0;
 }
 
 /* First byte past the extent; valid extents never overflow (see above). */
 static inline uintptr_t itree_end(const itree_node_t *n) {
-  return n->start + n->npages * MM_PAGE_SIZE;
+  return n->start + n->ndatablocks * MM_DATABLOCK_SIZE;
 }
 
-/* A well-formed extent: at least one page, page aligned, and its end is
- * representable.  (UINTPTR_MAX - start) >> SHIFT pages fit above start. */
-static inline bool itree_extent_ok(uintptr_t start, size_t npages) {
-  return npages > 0 && (start & ITREE_PAGE_MASK) == 0 &&
-         npages <= (UINTPTR_MAX - start) >> MM_PAGE_SHIFT;
+/* A well-formed extent: at least one datablock, datablock aligned, and its end is
+ * representable.  (UINTPTR_MAX - start) >> SHIFT datablocks fit above start. */
+static inline bool itree_extent_ok(uintptr_t start, size_t ndatablocks) {
+  return ndatablocks > 0 && (start & ITREE_DATABLOCK_MASK) == 0 &&
+         ndatablocks <= (UINTPTR_MAX - start) >> MM_DATABLOCK_SHIFT;
 }
 
 static inline void itree_update_max(itree_node_t *n) {
-  size_t m = n->npages;
+  size_t m = n->ndatablocks;
   size_t l = itree_max(n->left), r = itree_max(n->right);
   if (l > m)
     m = l;
   if (r > m)
     m = r;
-  n->max_npages = m;
+  n->max_ndatablocks = m;
 }
 
 /* Recompute a node's height and maximum from its (correct) children. */
@@ -178,10 +178,10 @@ static void itree_fix_path(itree_node_t **path[], int top, int floor) {
   for (int i = top; i >= 0; i--) {
     itree_node_t *n = *path[i];
     int old_height = n->height;
-    size_t old_max = n->max_npages;
+    size_t old_max = n->max_ndatablocks;
     itree_node_t *r = itree_rebalance(n);
     *path[i] = r;
-    if (i <= floor && r->height == old_height && r->max_npages == old_max)
+    if (i <= floor && r->height == old_height && r->max_ndatablocks == old_max)
       return;
   }
 }
@@ -229,15 +229,15 @@ static inline void itree_debug_check(const itree_t *t, const char *where) {
 #endif
 
 #if MM_DEBUG >= 2
-/* Level 2: the extent [start, start + npages pages) is well formed and
+/* Level 2: the extent [start, start + ndatablocks datablocks) is well formed and
  * fits between its in-order neighbours pred and succ (either may be NULL). */
 static void itree_debug_fits(const itree_node_t *pred, const itree_node_t *succ,
-                             uintptr_t start, size_t npages, const char *op) {
-  if (!itree_extent_ok(start, npages))
+                             uintptr_t start, size_t ndatablocks, const char *op) {
+  if (!itree_extent_ok(start, ndatablocks))
     itree_panic(op, "extent empty, unaligned or past the address space");
   if (pred && itree_end(pred) > start)
     itree_panic(op, "extent overlaps the extent below it");
-  if (succ && start + npages * MM_PAGE_SIZE > succ->start)
+  if (succ && start + ndatablocks * MM_DATABLOCK_SIZE > succ->start)
     itree_panic(op, "extent overlaps the extent above it");
 }
 #endif
@@ -248,7 +248,7 @@ static void itree_debug_fits(const itree_node_t *pred, const itree_node_t *succ,
 void interval_tree_init(itree_t *t) {
   t->root = NULL;
   t->count = 0;
-  t->total_pages = 0;
+  t->total_datablocks = 0;
 }
 
 void interval_tree_insert(itree_t *t, itree_node_t *node) {
@@ -276,7 +276,7 @@ void interval_tree_insert(itree_t *t, itree_node_t *node) {
     }
   }
 #if MM_DEBUG >= 2
-  itree_debug_fits(pred, succ, node->start, node->npages, "insert");
+  itree_debug_fits(pred, succ, node->start, node->ndatablocks, "insert");
 #else
   (void)pred;
   (void)succ;
@@ -284,10 +284,10 @@ void interval_tree_insert(itree_t *t, itree_node_t *node) {
   node->left = NULL;
   node->right = NULL;
   node->height = 1;
-  node->max_npages = node->npages;
+  node->max_ndatablocks = node->ndatablocks;
   *link = node;
   t->count++;
-  t->total_pages += node->npages;
+  t->total_datablocks += node->ndatablocks;
   itree_fix_path(path, depth - 1, depth - 1);
   itree_debug_check(t, "insert (exit)");
 }
@@ -310,7 +310,7 @@ void interval_tree_insert(itree_t *t, itree_node_t *node) {
  * Giving s the node's old height/maximum keeps "unchanged, stop" honest at
  * s's new position and above.  Below that position the walk may not stop
  * even where a subtree comes out unchanged: s's position itself must still
- * be recomputed, since there s's npages replaced the node's. */
+ * be recomputed, since there s's ndatablocks replaced the node's. */
 void interval_tree_remove(itree_t *t, itree_node_t *node) {
   itree_node_t **path[ITREE_MAX_HEIGHT];
 
@@ -336,13 +336,13 @@ void interval_tree_remove(itree_t *t, itree_node_t *node) {
     s->left = node->left;
     s->right = node->right;
     s->height = node->height;
-    s->max_npages = node->max_npages;
+    s->max_ndatablocks = node->max_ndatablocks;
     *path[k] = s;
     path[k + 1] = &s->right;
     itree_fix_path(path, depth - 2, k);
   }
   t->count--;
-  t->total_pages -= node->npages;
+  t->total_datablocks -= node->ndatablocks;
   /* A removed node must not lead back into the tree. */
   node->left = NULL;
   node->right = NULL;
@@ -353,7 +353,7 @@ void interval_tree_remove(itree_t *t, itree_node_t *node) {
  * maxima on the path from the root to the node can move, and the walk up
  * stops at the first one that does not. */
 void interval_tree_resize(itree_t *t, itree_node_t *node, uintptr_t new_start,
-                          size_t new_npages) {
+                          size_t new_ndatablocks) {
   itree_node_t **path[ITREE_MAX_HEIGHT];
 
   itree_debug_check(t, "resize (entry)");
@@ -376,17 +376,17 @@ void interval_tree_resize(itree_t *t, itree_node_t *node, uintptr_t new_start,
     if (node->right)
       for (succ = node->right; succ->left; succ = succ->left) {
       }
-    itree_debug_fits(pred, succ, new_start, new_npages, "resize");
+    itree_debug_fits(pred, succ, new_start, new_ndatablocks, "resize");
   }
 #endif
-  t->total_pages = t->total_pages - node->npages + new_npages;
+  t->total_datablocks = t->total_datablocks - node->ndatablocks + new_ndatablocks;
   node->start = new_start;
-  node->npages = new_npages;
+  node->ndatablocks = new_ndatablocks;
   for (int i = depth - 1; i >= 0; i--) {
     itree_node_t *n = *path[i];
-    size_t old_max = n->max_npages;
+    size_t old_max = n->max_ndatablocks;
     itree_update_max(n);
-    if (n->max_npages == old_max)
+    if (n->max_ndatablocks == old_max)
       break;
   }
   itree_debug_check(t, "resize (exit)");
@@ -400,12 +400,12 @@ void interval_tree_resize(itree_t *t, itree_node_t *node, uintptr_t new_start,
  * exists below, must be on the right. */
 itree_node_t *interval_tree_first_fit(const itree_t *t, size_t n) {
   itree_node_t *cur = t->root;
-  if (!cur || cur->max_npages < n)
+  if (!cur || cur->max_ndatablocks < n)
     return NULL;
   while (cur) {
-    if (cur->left && cur->left->max_npages >= n)
+    if (cur->left && cur->left->max_ndatablocks >= n)
       cur = cur->left;
-    else if (cur->npages >= n)
+    else if (cur->ndatablocks >= n)
       return cur;
     else
       cur = cur->right;
@@ -416,7 +416,7 @@ itree_node_t *interval_tree_first_fit(const itree_t *t, size_t n) {
 /* The same descent as first fit, asking for the root's maximum: the
  * lowest-addressed node among equals. */
 itree_node_t *interval_tree_largest(const itree_t *t) {
-  return t->root ? interval_tree_first_fit(t, t->root->max_npages) : NULL;
+  return t->root ? interval_tree_first_fit(t, t->root->max_ndatablocks) : NULL;
 }
 
 itree_node_t *interval_tree_find(const itree_t *t, uintptr_t addr) {
@@ -424,7 +424,7 @@ itree_node_t *interval_tree_find(const itree_t *t, uintptr_t addr) {
   while (cur) {
     if (addr < cur->start)
       cur = cur->left;
-    else if ((addr - cur->start) >> MM_PAGE_SHIFT < cur->npages)
+    else if ((addr - cur->start) >> MM_DATABLOCK_SHIFT < cur->ndatablocks)
       return cur; /* the shift avoids computing an end that could wrap */
     else
       cur = cur->right;
@@ -502,18 +502,18 @@ void interval_tree_foreach(const itree_t *t,
 typedef enum itree_fault_e {
   ITREE_TOO_DEEP,     /* recursion passed ITREE_MAX_HEIGHT */
   ITREE_TOO_MANY,     /* more nodes than count (a = count) */
-  ITREE_EMPTY,        /* npages == 0 */
-  ITREE_UNALIGNED,    /* start % PAGE != 0 */
+  ITREE_EMPTY,        /* ndatablocks == 0 */
+  ITREE_UNALIGNED,    /* start % DATABLOCK != 0 */
   ITREE_WRAPS,        /* end past the address space */
   ITREE_ORDER,        /* a = previous start */
   ITREE_OVERLAP,      /* a = previous start, b = its end */
   ITREE_TOUCH,        /* a = previous start */
-  ITREE_PAGES_WRAP,   /* sum of npages overflows */
+  ITREE_SUM_WRAPS,   /* sum of ndatablocks overflows */
   ITREE_HEIGHT,       /* a = stored, b = actual */
   ITREE_UNBALANCED,   /* a = left height, b = right height */
   ITREE_MAX,          /* a = stored, b = actual */
   ITREE_COUNT,        /* a = count, b = nodes seen */
-  ITREE_TOTAL,        /* a = total_pages, b = sum */
+  ITREE_TOTAL,        /* a = total_datablocks, b = sum */
 } itree_fault_t;
 
 typedef struct itree_check_s {
@@ -521,131 +521,77 @@ typedef struct itree_check_s {
   bool coalesced;
   char *why;
   size_t why_size;
-  size_t why_len;
   size_t visited;           /* nodes seen in order so far */
-  size_t pages;             /* their npages summed */
+  size_t datablocks;        /* their ndatablocks summed */
   const itree_node_t *last; /* the previous node in order */
 } itree_check_t;
 
-/* The reason is formatted by hand: snprintf may allocate in some libcs and
- * the checker runs inside the allocator.  Output is truncated to fit and
- * always NUL-terminated.  All of it is cold, out of the walk's way. */
-static void itree_put_str(itree_check_t *c, const char *s) {
-  if (!c->why || c->why_size == 0)
-    return;
-  while (*s && c->why_len + 1 < c->why_size)
-    c->why[c->why_len++] = *s++;
-  c->why[c->why_len] = '\0';
-}
-
-static void itree_put_num(itree_check_t *c, uintmax_t v, unsigned base) {
-  char digits[sizeof(uintmax_t) * CHAR_BIT + 3];
-  size_t i = sizeof digits;
-  digits[--i] = '\0';
-  do {
-    digits[--i] = "0123456789abcdef"[v % base];
-    v /= base;
-  } while (v);
-  if (base == 16) {
-    digits[--i] = 'x';
-    digits[--i] = '0';
-  }
-  itree_put_str(c, &digits[i]);
-}
-
-/* Heights are ints; a corrupt one may be negative. */
-static void itree_put_int(itree_check_t *c, intmax_t v) {
-  if (v < 0)
-    itree_put_str(c, "-");
-  itree_put_num(c, v < 0 ? -(uintmax_t)v : (uintmax_t)v, 10);
-}
-
-/* "interval tree: node 0x... (N pages): <fault>".  Returns false, so that
- * the walk can `return itree_check_fail(...)`.  Heights arrive in `a` as
- * (uintmax_t)(intmax_t)height and are printed signed. */
+/* The reason, in one line: "interval tree: node 0x... (N datablocks):
+ * <fault>", formatted by os_format (no malloc: the checker runs inside the
+ * allocator).  Returns false, so that the walk can `return
+ * itree_check_fail(...)`.  Heights arrive in `a` as
+ * (uintmax_t)(intmax_t)height and are printed signed.  Cold: out of the
+ * walk's way. */
 static bool itree_check_fail(itree_check_t *c, const itree_node_t *n,
                              itree_fault_t fault, uintmax_t a, uintmax_t b)
     __attribute__((noinline, cold));
 
 static bool itree_check_fail(itree_check_t *c, const itree_node_t *n,
                              itree_fault_t fault, uintmax_t a, uintmax_t b) {
-  c->why_len = 0;
-  itree_put_str(c, "interval tree: ");
-  if (n) {
-    itree_put_str(c, "node ");
-    itree_put_num(c, n->start, 16);
-    itree_put_str(c, " (");
-    itree_put_num(c, n->npages, 10);
-    itree_put_str(c, " pages): ");
-  }
+  char fault_text[160];
+  char *f = fault_text;
+  size_t fs = sizeof fault_text;
+  unsigned long long ua = a, ub = b;
   switch (fault) {
   case ITREE_TOO_DEEP:
-    itree_put_str(c, "deeper than ");
-    itree_put_num(c, ITREE_MAX_HEIGHT, 10);
-    itree_put_str(c, " levels (cycle or corrupt links)");
+    os_format(f, fs, "deeper than %d levels (cycle or corrupt links)", ITREE_MAX_HEIGHT);
     break;
   case ITREE_TOO_MANY:
-    itree_put_str(c, "more nodes than count ");
-    itree_put_num(c, a, 10);
-    itree_put_str(c, " (cycle or wrong count)");
+    os_format(f, fs, "more nodes than count %llu (cycle or wrong count)", ua);
     break;
   case ITREE_EMPTY:
-    itree_put_str(c, "npages is 0");
+    os_format(f, fs, "ndatablocks is 0");
     break;
   case ITREE_UNALIGNED:
-    itree_put_str(c, "start is not page aligned");
+    os_format(f, fs, "start is not datablock aligned");
     break;
   case ITREE_WRAPS:
-    itree_put_str(c, "extent runs past the end of the address space");
+    os_format(f, fs, "extent runs past the end of the address space");
     break;
   case ITREE_ORDER:
-    itree_put_str(c, "out of order: follows node ");
-    itree_put_num(c, a, 16);
+    os_format(f, fs, "out of order: follows node 0x%llx", ua);
     break;
   case ITREE_OVERLAP:
-    itree_put_str(c, "overlaps node ");
-    itree_put_num(c, a, 16);
-    itree_put_str(c, " ending at ");
-    itree_put_num(c, b, 16);
+    os_format(f, fs, "overlaps node 0x%llx ending at 0x%llx", ua, ub);
     break;
   case ITREE_TOUCH:
-    itree_put_str(c, "touches node ");
-    itree_put_num(c, a, 16);
-    itree_put_str(c, " (not coalesced)");
+    os_format(f, fs, "touches node 0x%llx (not coalesced)", ua);
     break;
-  case ITREE_PAGES_WRAP:
-    itree_put_str(c, "sum of npages overflows");
+  case ITREE_SUM_WRAPS:
+    os_format(f, fs, "sum of ndatablocks overflows");
     break;
   case ITREE_HEIGHT:
-    itree_put_str(c, "stored height ");
-    itree_put_int(c, (intmax_t)a); /* heights: see the call */
-    itree_put_str(c, ", actual ");
-    itree_put_num(c, b, 10);
+    os_format(f, fs, "stored height %lld, actual %llu", (long long)(intmax_t)a, ub);
     break;
   case ITREE_UNBALANCED:
-    itree_put_str(c, "unbalanced: left height ");
-    itree_put_int(c, (intmax_t)a); /* heights: see the call */
-    itree_put_str(c, ", right height ");
-    itree_put_num(c, b, 10);
+    os_format(f, fs, "unbalanced: left height %lld, right height %llu", (long long)(intmax_t)a, ub);
     break;
   case ITREE_MAX:
-    itree_put_str(c, "stored max_npages ");
-    itree_put_num(c, a, 10);
-    itree_put_str(c, ", actual ");
-    itree_put_num(c, b, 10);
+    os_format(f, fs, "stored max_ndatablocks %llu, actual %llu", ua, ub);
     break;
   case ITREE_COUNT:
-    itree_put_str(c, "count ");
-    itree_put_num(c, a, 10);
-    itree_put_str(c, ", nodes ");
-    itree_put_num(c, b, 10);
+    os_format(f, fs, "count %llu, nodes %llu", ua, ub);
     break;
   case ITREE_TOTAL:
-    itree_put_str(c, "total_pages ");
-    itree_put_num(c, a, 10);
-    itree_put_str(c, ", sum of npages ");
-    itree_put_num(c, b, 10);
+    os_format(f, fs, "total_datablocks %llu, sum of ndatablocks %llu", ua, ub);
     break;
+  }
+  if (c->why && c->why_size) {
+    if (n)
+      os_format(c->why, c->why_size, "interval tree: node %p (%zu datablocks): %s",
+                (void *)n->start, n->ndatablocks, fault_text);
+    else
+      os_format(c->why, c->why_size, "interval tree: %s", fault_text);
   }
   return false;
 }
@@ -655,10 +601,10 @@ static bool itree_check_fail(itree_check_t *c, const itree_node_t *n,
 static inline bool itree_check_visit(itree_check_t *c, const itree_node_t *n) {
   if (++c->visited > c->t->count)
     return itree_check_fail(c, n, ITREE_TOO_MANY, c->t->count, 0);
-  if (!itree_extent_ok(n->start, n->npages))
+  if (!itree_extent_ok(n->start, n->ndatablocks))
     return itree_check_fail(c, n,
-                            n->npages == 0 ? ITREE_EMPTY
-                            : (n->start & ITREE_PAGE_MASK) ? ITREE_UNALIGNED
+                            n->ndatablocks == 0 ? ITREE_EMPTY
+                            : (n->start & ITREE_DATABLOCK_MASK) ? ITREE_UNALIGNED
                                                            : ITREE_WRAPS,
                             0, 0);
   const itree_node_t *a = c->last;
@@ -671,9 +617,9 @@ static inline bool itree_check_visit(itree_check_t *c, const itree_node_t *n) {
     if (c->coalesced && a_end == n->start)
       return itree_check_fail(c, n, ITREE_TOUCH, a->start, 0);
   }
-  if (n->npages > SIZE_MAX - c->pages)
-    return itree_check_fail(c, n, ITREE_PAGES_WRAP, 0, 0);
-  c->pages += n->npages;
+  if (n->ndatablocks > SIZE_MAX - c->datablocks)
+    return itree_check_fail(c, n, ITREE_SUM_WRAPS, 0, 0);
+  c->datablocks += n->ndatablocks;
   c->last = n;
   return true;
 }
@@ -685,7 +631,7 @@ static inline bool itree_check_visit(itree_check_t *c, const itree_node_t *n) {
  * NULL children are handled here rather than by a call: half the calls. */
 static int itree_check_subtree(itree_check_t *c, const itree_node_t *n,
                                int depth, size_t *max) {
-  size_t m = n->npages, sub;
+  size_t m = n->ndatablocks, sub;
   int hl = 0, hr = 0;
   if (depth >= ITREE_MAX_HEIGHT) {
     itree_check_fail(c, NULL, ITREE_TOO_DEEP, 0, 0);
@@ -715,8 +661,8 @@ static int itree_check_subtree(itree_check_t *c, const itree_node_t *n,
     itree_check_fail(c, n, ITREE_UNBALANCED, (uintmax_t)hl, (uintmax_t)hr);
     return -1;
   }
-  if (n->max_npages != m) {
-    itree_check_fail(c, n, ITREE_MAX, n->max_npages, m);
+  if (n->max_ndatablocks != m) {
+    itree_check_fail(c, n, ITREE_MAX, n->max_ndatablocks, m);
     return -1;
   }
   *max = m;
@@ -725,7 +671,7 @@ static int itree_check_subtree(itree_check_t *c, const itree_node_t *n,
 
 bool interval_tree_is_valid(const itree_t *t, bool coalesced, char *why,
                             size_t why_size) {
-  itree_check_t c = {t, coalesced, why, why_size, 0, 0, 0, NULL};
+  itree_check_t c = {t, coalesced, why, why_size, 0, 0, NULL};
   size_t max;
   if (why && why_size)
     why[0] = '\0';
@@ -733,8 +679,8 @@ bool interval_tree_is_valid(const itree_t *t, bool coalesced, char *why,
     return false;
   if (c.visited != t->count)
     return itree_check_fail(&c, NULL, ITREE_COUNT, t->count, c.visited);
-  if (c.pages != t->total_pages)
-    return itree_check_fail(&c, NULL, ITREE_TOTAL, t->total_pages,
-                            c.pages);
+  if (c.datablocks != t->total_datablocks)
+    return itree_check_fail(&c, NULL, ITREE_TOTAL, t->total_datablocks,
+                            c.datablocks);
   return true;
 }

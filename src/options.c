@@ -1,7 +1,8 @@
 /* options.c — run-time options, from the environment and mm_option_set.
  *
- * Side module.  Read once at start-up (before the first allocation, without
- * allocating); all but "heaps" may change later through mm_option_set.
+ * Layer: os.  Read once at start-up (before the first allocation, without
+ * allocating); verbose, stats, hugepages and purge_delay_ms may change
+ * later through mm_option_set (see options.h for who reads them how).
  *
  *   MMALLOC_VERBOSE=1         print the options in force at start-up
  *   MMALLOC_STATS=1           print statistics at exit
@@ -18,8 +19,8 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "internal.h"
 #include "mmalloc.h"
+#include "options.h"
 
 options_t options = {
     .verbose = 0,
@@ -30,6 +31,10 @@ options_t options = {
     .secure = MM_SECURE,
     .zero_on_free = 0,
 };
+
+uintptr_t mm_canary_key;
+uintptr_t mm_list_key;
+bool mm_slow_only;
 
 typedef struct option_desc_s {
   const char *name;
@@ -98,17 +103,15 @@ void options_print(void) {
              options.zero_on_free, MM_DEBUG, mm_slow_only ? ", fast paths off" : "");
 }
 
-MM_EXPORT int mm_option_set(const char *name, long value) {
-  thread_heap_process_init();
+int options_set(const char *name, long value) {
   const option_desc_t *o = option_find(name);
   if (!o || value < o->min || value > o->max) return EINVAL;
   if (o->startup_only) return *o->value == value ? 0 : EBUSY;
-  *o->value = value;
+  __atomic_store_n(o->value, value, __ATOMIC_RELAXED); /* see option_live() */
   return 0;
 }
 
-MM_EXPORT long mm_option_get(const char *name) {
-  thread_heap_process_init();
+long options_get(const char *name) {
   const option_desc_t *o = option_find(name);
-  return o ? *o->value : -1;
+  return o ? option_live(o->value) : -1;
 }

@@ -1,4 +1,5 @@
-/* os.c — everything mmalloc asks of the operating system.
+/* os.c — everything mmalloc asks of the operating system for memory, time,
+ * CPUs and randomness.
  *
  * Layer: os (the bottom; no other file makes a system call for memory).
  *
@@ -7,7 +8,7 @@
  * mapped and read back as zero), and released by munmap.  Messages go out
  * through one write(2) from a stack buffer: this file never allocates and
  * never takes a lock, so it is safe inside malloc, after a corruption and
- * in a forked child.
+ * in a forked child (format.c).
  *
  * Fault injection (MM_FAULT_INJECTION builds only): a test can make the Nth
  * reservation, commit or purge from now fail, as the OS would under an
@@ -25,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "os.h"
 
 #ifndef MAP_NORESERVE
 #define MAP_NORESERVE 0
@@ -33,36 +34,36 @@
 
 /* ---- fault injection ----------------------------------------------------- */
 #if MM_FAULT_INJECTION
-static _Atomic(long) fault_countdown[MM_FAULT_KINDS];
-static _Atomic(long) fault_count[MM_FAULT_KINDS];
+static _Atomic(long) xfault_countdown[MM_FAULT_KINDS];
+static _Atomic(long) xfault_count[MM_FAULT_KINDS];
 
 /* Fail the nth call of `kind` from now (n >= 1), and every later one while
  * `sticky`; n == 0 turns injection off for that kind. */
 MM_EXPORT void mm_test_fault_set(int kind, long n, int sticky) {
   if (kind < 0 || kind >= MM_FAULT_KINDS) return;
-  atomic_store_relaxed(&fault_countdown[kind], sticky ? -n : n);
+  atomic_store_relaxed(&xfault_countdown[kind], sticky ? -n : n);
 }
 
 MM_EXPORT long mm_test_fault_count(int kind) {
   if (kind < 0 || kind >= MM_FAULT_KINDS) return -1;
-  return atomic_load_relaxed(&fault_count[kind]);
+  return atomic_load_relaxed(&xfault_count[kind]);
 }
 
 static bool os_fault(int kind) {
-  atomic_fetch_add_relaxed(&fault_count[kind], 1);
-  long c = atomic_load_relaxed(&fault_countdown[kind]);
+  atomic_fetch_add_relaxed(&xfault_count[kind], 1);
+  long c = atomic_load_relaxed(&xfault_countdown[kind]);
   if (c == 0) return false;
   if (c > 0) { /* one-shot: fail when the count reaches 1 */
     if (c == 1) {
-      atomic_store_relaxed(&fault_countdown[kind], 0);
+      atomic_store_relaxed(&xfault_countdown[kind], 0);
       return true;
     }
-    atomic_store_relaxed(&fault_countdown[kind], c - 1);
+    atomic_store_relaxed(&xfault_countdown[kind], c - 1);
     return false;
   }
   /* sticky: -n counts up to -1, then fails for ever */
   if (c == -1) return true;
-  atomic_store_relaxed(&fault_countdown[kind], c + 1);
+  atomic_store_relaxed(&xfault_countdown[kind], c + 1);
   return false;
 }
 #else
@@ -93,7 +94,7 @@ void *os_reserve_offset(size_t size, size_t align, size_t offset) {
   uintptr_t down = (((uintptr_t)p + offset) & ~mask) - offset;
   uintptr_t tries[2] = {down, down + align};
   for (int i = 0; i < 2; i++) {
-    if (tries[i] < (uintptr_t)MM_PAGE_SIZE << 4) continue; /* not near NULL */
+    if (tries[i] < (uintptr_t)MM_DATABLOCK_SIZE << 4) continue; /* not near NULL */
     char *q = mmap((void *)tries[i], size, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
     if (q == (char *)tries[i]) return q;
     if (q != MAP_FAILED) munmap(q, size); /* an old kernel took it as a hint */
@@ -165,22 +166,15 @@ void os_hugepages(void *p, size_t size, bool on) {
  * do not split mappings; on older kernels, mprotect. */
 #define MM_MADV_GUARD_INSTALL 102
 #define MM_MADV_GUARD_REMOVE 103
-static _Atomic(int) guard_madvise_works = 1;
+static _Atomic(int) xguard_madvise_works = 1;
 
 bool os_guard(void *p, size_t size, bool on) {
-  if (atomic_load_relaxed(&guard_madvise_works)) {
+  if (atomic_load_relaxed(&xguard_madvise_works)) {
     if (madvise(p, size, on ? MM_MADV_GUARD_INSTALL : MM_MADV_GUARD_REMOVE) == 0) return true;
     if (errno != EINVAL) return false;
-    atomic_store_relaxed(&guard_madvise_works, 0);
+    atomic_store_relaxed(&xguard_madvise_works, 0);
   }
   return mprotect(p, size, on ? PROT_NONE : PROT_READ | PROT_WRITE) == 0;
-}
-
-/* Grow or shrink a mapping in place; false when it cannot stay put. */
-bool os_remap_in_place(void *p, size_t old_size, size_t new_size) {
-  if (new_size > old_size && os_fault(MM_FAULT_RESERVE)) return false;
-  void *q = mremap(p, old_size, new_size, 0);
-  return q == p;
 }
 
 /* Move the pages of [old, old + size) to `to` (an existing reservation of at
@@ -239,137 +233,4 @@ uint64_t os_random(void) {
         ((uint64_t)getpid() << 32);
   }
   return r;
-}
-
-/* ---- messages -------------------------------------------------------------
- * A printf subset that never allocates: %s %p %d %u %ld %lu %zu %x %llu %%. */
-
-typedef struct outbuf_s {
-  char *buf;
-  size_t size;
-  size_t len; /* may exceed size: the length the whole text needs */
-} outbuf_t;
-
-static void out_char(outbuf_t *o, char c) {
-  if (o->len + 1 < o->size) o->buf[o->len] = c;
-  o->len++;
-}
-
-static void out_str(outbuf_t *o, const char *s) {
-  if (!s) s = "(null)";
-  while (*s) out_char(o, *s++);
-}
-
-static void out_unsigned(outbuf_t *o, unsigned long long v, unsigned base) {
-  char tmp[24];
-  int n = 0;
-  do {
-    tmp[n++] = "0123456789abcdef"[v % base];
-    v /= base;
-  } while (v);
-  while (n) out_char(o, tmp[--n]);
-}
-
-/* Append what one conversion produced (in tmp) padded to width. */
-static void out_padded(outbuf_t *o, const char *s, size_t n, int width, bool left) {
-  int pad = width > (int)n ? width - (int)n : 0;
-  if (!left) while (pad-- > 0) out_char(o, ' ');
-  for (size_t i = 0; i < n; i++) out_char(o, s[i]);
-  if (left) while (pad-- > 0) out_char(o, ' ');
-}
-
-size_t os_vformat(char *buf, size_t size, const char *fmt, va_list ap) {
-  outbuf_t o = {buf, size, 0};
-  for (const char *f = fmt; *f; f++) {
-    if (*f != '%') {
-      out_char(&o, *f);
-      continue;
-    }
-    f++;
-    bool left = false;
-    int width = 0, longs = 0;
-    bool is_size = false;
-    if (*f == '-') { left = true; f++; }
-    while (*f >= '0' && *f <= '9') width = width * 10 + (*f++ - '0');
-    while (*f == 'l') { longs++; f++; }
-    if (*f == 'z') { is_size = true; f++; }
-    /* Format the conversion into tmp, then pad it. */
-    char tmp[32];
-    outbuf_t t = {tmp, sizeof(tmp), 0};
-    switch (*f) {
-    case 's': {
-      const char *s = va_arg(ap, const char *);
-      if (!s) s = "(null)";
-      out_padded(&o, s, strlen(s), width, left);
-      continue;
-    }
-    case 'c': out_char(&t, (char)va_arg(ap, int)); break;
-    case 'p':
-      out_str(&t, "0x");
-      out_unsigned(&t, (uintptr_t)va_arg(ap, void *), 16);
-      break;
-    case 'd': {
-      long long v = longs ? (longs > 1 ? va_arg(ap, long long) : va_arg(ap, long))
-                          : is_size ? (long long)va_arg(ap, ssize_t) : va_arg(ap, int);
-      if (v < 0) { out_char(&t, '-'); out_unsigned(&t, 0ull - (unsigned long long)v, 10); }
-      else out_unsigned(&t, (unsigned long long)v, 10);
-      break;
-    }
-    case 'u':
-    case 'x': {
-      unsigned long long v =
-          is_size ? va_arg(ap, size_t)
-                  : longs ? (longs > 1 ? va_arg(ap, unsigned long long) : va_arg(ap, unsigned long))
-                          : va_arg(ap, unsigned);
-      out_unsigned(&t, v, *f == 'x' ? 16 : 10);
-      break;
-    }
-    case '%': out_char(&t, '%'); break;
-    default: out_char(&t, '%'); if (*f) out_char(&t, *f); else f--; break;
-    }
-    out_padded(&o, tmp, t.len < sizeof(tmp) ? t.len : sizeof(tmp) - 1, width, left);
-  }
-  if (size) buf[o.len < size ? o.len : size - 1] = 0;
-  return o.len;
-}
-
-size_t os_format(char *buf, size_t size, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  size_t n = os_vformat(buf, size, fmt, ap);
-  va_end(ap);
-  return n;
-}
-
-void os_write_all(int fd, const char *s, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, s, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    s += w;
-    n -= (size_t)w;
-  }
-}
-
-void os_message(const char *fmt, ...) {
-  char buf[512];
-  int saved = errno;
-  va_list ap;
-  va_start(ap, fmt);
-  size_t n = os_vformat(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  if (n >= sizeof(buf)) n = sizeof(buf) - 1;
-  os_write_all(2, buf, n);
-  errno = saved;
-}
-
-void os_fatal(const char *fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  size_t n = os_vformat(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  if (n >= sizeof(buf)) n = sizeof(buf) - 1;
-  os_write_all(2, buf, n);
-  abort();
 }

@@ -17,8 +17,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "internal.h"
 #include "mmalloc.h"
+#include "thread_heap.h"
 
 MM_EXPORT void *malloc(size_t size) { return thread_heap_malloc_fast(size); }
 MM_EXPORT void free(void *p) { thread_heap_free_fast(p, "free"); }

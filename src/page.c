@@ -1,25 +1,17 @@
-/* page.c — a page: one extent holding small objects of one size class.
+/* page.c — pages of small objects: initialisation, carving, the checked
+ * pop and free of the modes without fast paths, and the page checker.
  *
- * Layer: thread heap.  A page belongs to one thread heap (xowner) whose
- * thread alone touches its lists; see thread_heap.c for how pages move
- * between queues and owners.
+ * Layer: page (page.h has the layout, the block and ownership encodings,
+ * and the invariants).  A page belongs to one thread heap, whose thread
+ * alone touches its lists (thread_heap.h says how pages move).
  *
- *   page_start                                  page_start + npages * 4 KiB
- *   | blk 0 | blk 1 | ... | blk reserved-1 | (not yet carved) ... | waste |
- *
- * No header anywhere in it: the descriptor lives in the slot's management
- * area.  Blocks are carved lazily, MM_EXTEND_BYTES at a time and in address
+ * Blocks are carved lazily, MM_EXTEND_BYTES at a time and in address
  * order, so a page's memory is touched only as it is used and successive
  * mallocs of one size return neighbouring addresses.
  *
- * Invariants (page_is_valid):
- *   free and local_free are disjoint lists of distinct carved blocks of the
- *   page, each at a block boundary, each carrying its canary;
- *   used + |free| + |local_free| == reserved <= capacity;
- *   xlimit == reserved * block_size.
- *
- * The checked modes (mm_slow_only: secure mode, or valgrind) bypass the fast
- * paths and come through page_pop_checked and block_on_free:
+ * The checked modes (mm_slow_only: secure mode, zero on free, or valgrind)
+ * bypass the fast paths and come through page_pop_checked and
+ * block_on_free:
  *   secure:   links stored xor'ed (mm_list_key), blocks carved in random
  *             order, every free block filled with a pattern (zero with
  *             MMALLOC_ZERO_ON_FREE) that is checked when it is handed out
@@ -30,15 +22,11 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "page.h"
 
 #if MM_VALGRIND
 #include <valgrind/memcheck.h>
 #endif
-
-uintptr_t mm_canary_key;
-uintptr_t mm_list_key;
-bool mm_slow_only;
 
 #define FILL_BYTE 0xDF
 
@@ -109,9 +97,7 @@ void *page_pop_checked(extent_t *page) {
       }
     }
   }
-  page->free = next;
-  page->used++;
-  b->canary = 0;
+  page_take_block(page, b, next);
 #if MM_VALGRIND
   VALGRIND_MAKE_MEM_NOACCESS(b, page->block_size);
 #endif
@@ -119,10 +105,10 @@ void *page_pop_checked(extent_t *page) {
 }
 
 void page_init(extent_t *page, unsigned cls) {
+  mm_assert_internal(page->kind == MM_EXTENT_PAGE && cls < MM_CLASSES);
   const size_class_t *sc = &mm_size_classes[cls];
-  page->kind = MM_EXTENT_PAGE;
   page->size_class = (uint8_t)cls;
-  page->flags = 0;
+  page->flags &= MM_EXTENT_GUARD;
   page->idle = 0;
   page->free = NULL;
   page->local_free = NULL;
@@ -213,19 +199,6 @@ bool page_refill(extent_t *page) {
   return false;
 }
 
-static bool list_holds(const block_t *list, const block_t *b, uint32_t limit) {
-  for (uint32_t n = 0; list && n <= limit; list = block_next(list), n++)
-    if (list == b) return true;
-  return false;
-}
-
-/* Is b on one of the page's free lists?  (Owner only; the double-free check
- * calls it when a block being freed already carries its canary.) */
-bool page_holds_free_block(const extent_t *page, const block_t *b) {
-  return list_holds(page->free, b, page->reserved) ||
-         list_holds(page->local_free, b, page->reserved);
-}
-
 static bool list_is_valid(const extent_t *page, const block_t *list,
                           uint32_t *count, char *why, size_t why_size) {
   uintptr_t lo = page->page_start;
@@ -257,7 +230,7 @@ bool page_is_valid(const extent_t *page, char *why, size_t why_size) {
     return false;
   }
   if (page->page_start != page->node.start ||
-      (size_t)page->capacity * page->block_size > (page->node.npages << MM_PAGE_SHIFT) ||
+      (size_t)page->capacity * page->block_size > (page->node.ndatablocks << MM_DATABLOCK_SHIFT) ||
       page->reserved > page->capacity ||
       atomic_load_relaxed(&page->xlimit) != (uint64_t)page->reserved * page->block_size) {
     os_format(why, why_size, "page %p: geometry inconsistent", (void *)page->page_start);

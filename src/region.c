@@ -1,42 +1,48 @@
-/* region.c — the managed address space: slots, the slot table, page maps and
- * extent descriptors.
+/* region.c — the managed address space: slots, the slot table, extent maps
+ * and extent descriptors, and huge blocks' own mappings.
  *
  * Layer: region (above os; below the local heaps).
  *
  * The region is the set of slots: MM_SLOT_SIZE-aligned reservations, each
  * owned by one local heap for its whole life, reserved when a heap needs
  * room and released when one stands empty and address space runs short.
- * (DESIGN.md reserves the whole region once; reserving slot by slot gives
- * the same address arithmetic and also works under RLIMIT_AS, valgrind and
- * the sanitizers, which refuse or choke on a multi-TiB reservation.)
+ * (The original plan reserved the whole region once; reserving slot by
+ * slot gives the same address arithmetic and also works under RLIMIT_AS,
+ * valgrind and the sanitizers, which refuse or choke on a multi-TiB
+ * reservation: docs/design.md.)
  *
- *   mm_slot_table[p >> MM_SLOT_SHIFT]  -> MM_SLOT_NONE / HEAP / HUGE / HUGE_TAIL
+ *   mm_xslot_table[p >> MM_SLOT_SHIFT]  -> MM_SLOT_NONE / HEAP / HUGE / HUGE_TAIL
  *   slot base = p & ~(MM_SLOT_SIZE - 1)
- *   page_map[(p - base) >> MM_PAGE_SHIFT] -> base + offset of the extent
+ *   page_map[(p - base) >> MM_DATABLOCK_SHIFT] -> base + offset of the extent
  *
  * so free(p) learns whether p is ours and what extent holds it with two
  * loads and no lock.
  *
  * Invariants:
- *   a slot table entry is written (release) after its slot header, page map
- *   and free extent exist, and cleared before the slot is unmapped; entries
- *   are only ever written under the owning heap's lock;
- *   page_map is exact for every datablock of a PAGE and for the first and
+ *   a slot table entry is written (release) after its slot header, extent
+ *   map and free extent exist, and cleared before the slot is unmapped;
+ *   a heap slot's entries are written under the owning heap's lock; a huge
+ *   mapping's entries by the one thread that creates, resizes or unmaps
+ *   it, which no other thread can reach at that moment (it is not yet
+ *   returned, or it is being freed, or it is out of the huge cache);
+ *   extent_map is exact for every datablock of a PAGE and for the first and
  *   last datablock of every FREE, LARGE and CACHED extent; other entries may
  *   be stale, so readers check that the extent found covers the address;
  *   descriptors: desc_used == descriptors not on desc_free below desc_top.
+ * region_check.c checks all of it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "options.h"
+#include "region.h"
 
 #if MM_VALGRIND
 #include <valgrind/memcheck.h>
 #endif
 
-_Atomic(uint8_t) mm_slot_table[MM_SLOT_TABLE_SIZE];
+_Atomic(uint8_t) mm_xslot_table[MM_SLOT_TABLE_SIZE];
 
 /* Set the entries of every slot [base, base + size) touches (base is slot
  * aligned; size need not be). */
@@ -45,7 +51,7 @@ static void slot_table_set(uintptr_t base, uintptr_t size, uint8_t head,
   size_t i = base >> MM_SLOT_SHIFT;
   size_t n = (size + MM_SLOT_SIZE - 1) >> MM_SLOT_SHIFT;
   for (size_t k = n; k-- > 0;) /* head last: readers start from it */
-    atomic_store_release(&mm_slot_table[i + k], k ? tail : head);
+    atomic_store_release(&mm_xslot_table[i + k], k ? tail : head);
 }
 
 /* ---- descriptors ---------------------------------------------------------- */
@@ -66,21 +72,21 @@ extent_t *region_extent_new(slot_t *slot) {
 void region_extent_delete(slot_t *slot, extent_t *e) {
   e->kind = MM_EXTENT_UNUSED;
   e->node.start = 0;
-  e->node.npages = 0;
+  e->node.ndatablocks = 0;
   e->next = slot->desc_free;
   slot->desc_free = e;
   slot->desc_used--;
 }
 
-/* ---- page map -------------------------------------------------------------- */
+/* ---- extent map -------------------------------------------------------------- */
 
-/* Map every datablock of e (pages: the free path may see any of them). */
+/* Map every datablock of e (pages: the free fast path may see any of them). */
 void region_map_all(extent_t *e) {
   slot_t *slot = slot_of_extent(e);
   uint32_t v = (uint32_t)((uintptr_t)e - (uintptr_t)slot);
-  uint32_t *map = slot_map(slot);
-  size_t first = (e->node.start - (uintptr_t)slot) >> MM_PAGE_SHIFT;
-  for (size_t i = 0; i < e->node.npages; i++) map[first + i] = v;
+  uint32_t *map = slot_extent_map(slot);
+  size_t first = (e->node.start - (uintptr_t)slot) >> MM_DATABLOCK_SHIFT;
+  for (size_t i = 0; i < e->node.ndatablocks; i++) map[first + i] = v;
 }
 
 /* Map the first and last datablock of e (free, large and cached extents:
@@ -88,20 +94,20 @@ void region_map_all(extent_t *e) {
 void region_map_ends(extent_t *e) {
   slot_t *slot = slot_of_extent(e);
   uint32_t v = (uint32_t)((uintptr_t)e - (uintptr_t)slot);
-  uint32_t *map = slot_map(slot);
-  size_t first = (e->node.start - (uintptr_t)slot) >> MM_PAGE_SHIFT;
+  uint32_t *map = slot_extent_map(slot);
+  size_t first = (e->node.start - (uintptr_t)slot) >> MM_DATABLOCK_SHIFT;
   map[first] = v;
-  map[first + e->node.npages - 1] = v;
+  map[first + e->node.ndatablocks - 1] = v;
 }
 
 /* The extent covering datablock address a of slot, or NULL (stale entries
  * are rejected by the range check). */
 extent_t *region_extent_at(slot_t *slot, uintptr_t a) {
-  uint32_t v = slot_map(slot)[(a - (uintptr_t)slot) >> MM_PAGE_SHIFT];
+  uint32_t v = slot_extent_map(slot)[(a - (uintptr_t)slot) >> MM_DATABLOCK_SHIFT];
   if (!v) return NULL;
   extent_t *e = (extent_t *)((uintptr_t)slot + v);
   if (e->kind == MM_EXTENT_UNUSED || a < e->node.start ||
-      a >= e->node.start + (e->node.npages << MM_PAGE_SHIFT))
+      a >= e->node.start + (e->node.ndatablocks << MM_DATABLOCK_SHIFT))
     return NULL;
   return e;
 }
@@ -155,8 +161,8 @@ slot_t *region_slot_new(uint32_t heap, extent_t **free_out) {
   if (options.secure) {
     /* Guards: between the management area and the data, and after the data
      * (the next slot's header may follow). */
-    if (!os_guard((char *)base + MM_SLOT_META_SIZE - MM_PAGE_SIZE, MM_PAGE_SIZE, true) ||
-        !os_guard((char *)base + MM_SLOT_SIZE - MM_PAGE_SIZE, MM_PAGE_SIZE, true)) {
+    if (!os_guard((char *)base + MM_SLOT_META_SIZE - MM_DATABLOCK_SIZE, MM_DATABLOCK_SIZE, true) ||
+        !os_guard((char *)base + MM_SLOT_SIZE - MM_DATABLOCK_SIZE, MM_DATABLOCK_SIZE, true)) {
       os_release(base, MM_SLOT_SIZE);
       errno = ENOMEM;
       return NULL;
@@ -166,7 +172,7 @@ slot_t *region_slot_new(uint32_t heap, extent_t **free_out) {
   e->kind = MM_EXTENT_FREE;
   e->flags = MM_EXTENT_ZERO;
   e->node.start = (uintptr_t)base + MM_SLOT_META_SIZE;
-  e->node.npages = region_slot_data_pages();
+  e->node.ndatablocks = region_slot_data_datablocks();
   region_map_ends(e);
   slot_table_set((uintptr_t)base, MM_SLOT_SIZE, MM_SLOT_HEAP, MM_SLOT_HEAP);
   *free_out = e;
@@ -175,8 +181,8 @@ slot_t *region_slot_new(uint32_t heap, extent_t **free_out) {
 
 /* Datablocks in a slot's data area: all of them, but the last in secure
  * mode (a guard). */
-size_t region_slot_data_pages(void) {
-  return MM_SLOT_DATA_PAGES - (options.secure ? 1 : 0);
+size_t region_slot_data_datablocks(void) {
+  return MM_SLOT_DATA_DATABLOCKS - (options.secure ? 1 : 0);
 }
 
 /* Unmap a slot whose data area is one FREE extent (already out of the
@@ -200,15 +206,15 @@ bool region_commit_to(slot_t *slot, uintptr_t end) {
   if (need <= slot->committed) return true;
   uintptr_t step = (uintptr_t)4 << 20;
   uintptr_t to = (need + step - 1) & ~(step - 1);
-  uintptr_t top = slot->size - (options.secure ? MM_PAGE_SIZE : 0); /* not the guard */
+  uintptr_t top = slot->size - (options.secure ? MM_DATABLOCK_SIZE : 0); /* not the guard */
   if (to > top) to = top;
   if (!os_commit((void *)(base + slot->committed), to - slot->committed)) {
     /* Out of commit charge: try exactly what is needed before giving up. */
-    to = (need + MM_PAGE_SIZE - 1) & ~(uintptr_t)(MM_PAGE_SIZE - 1);
+    to = (need + MM_DATABLOCK_SIZE - 1) & ~(uintptr_t)(MM_DATABLOCK_SIZE - 1);
     if (!os_commit((void *)(base + slot->committed), to - slot->committed))
       return false;
   }
-  if (options.hugepages == 1)
+  if (option_live(&options.hugepages) == 1)
     os_hugepages((void *)(base + slot->committed), to - slot->committed, true);
   slot->committed = to;
   return true;
@@ -216,7 +222,7 @@ bool region_commit_to(slot_t *slot, uintptr_t end) {
 
 /* ---- huge blocks -------------------------------------------------------------
  * A huge block is a mapping of its own, slot-aligned, laid out like a slot:
- * header, page map and one LARGE extent (the slot's first descriptor) for
+ * header, extent map and one LARGE extent (the slot's first descriptor) for
  * the block, which starts `off` bytes in:
  *   off = MM_SLOT_META_SIZE            alignments up to 2 MiB
  *   off = align                        alignments in (2 MiB, MM_SLOT_SIZE)
@@ -224,7 +230,7 @@ bool region_commit_to(slot_t *slot, uintptr_t end) {
  *                                      a slot boundary (table kind
  *                                      MM_SLOT_HUGE_AT), its header lies one
  *                                      slot below
- * The mapping is as long as the block needs, to the page (not to the slot):
+ * The mapping is as long as the block needs, to the datablock (not to the slot):
  * a huge block costs only its own address space. */
 
 static uintptr_t huge_offset(size_t align) {
@@ -233,19 +239,19 @@ static uintptr_t huge_offset(size_t align) {
 }
 
 static uintptr_t huge_mapping_size(uintptr_t off, size_t size) {
-  /* secure mode: at least one reserved (inaccessible) page after the block */
-  return off + size + (options.secure ? MM_PAGE_SIZE : 0);
+  /* secure mode: at least one reserved (inaccessible) datablock after the block */
+  return off + size + (options.secure ? MM_DATABLOCK_SIZE : 0);
 }
 
 /* Slot table entries of a huge mapping [base, base + msize). */
 static void huge_table_set(uintptr_t base, uintptr_t msize, uintptr_t off) {
   slot_table_set(base, msize, MM_SLOT_HUGE, MM_SLOT_HUGE_TAIL);
-  if (off >= MM_SLOT_SIZE) atomic_store_release(&mm_slot_table[(base + off) >> MM_SLOT_SHIFT],
+  if (off >= MM_SLOT_SIZE) atomic_store_release(&mm_xslot_table[(base + off) >> MM_SLOT_SHIFT],
                                                 MM_SLOT_HUGE_AT);
 }
 
 extent_t *region_huge_new(uint32_t heap, size_t size, size_t align) {
-  size = (size + MM_PAGE_SIZE - 1) & ~(MM_PAGE_SIZE - 1);
+  size = (size + MM_DATABLOCK_SIZE - 1) & ~(MM_DATABLOCK_SIZE - 1);
   if (size > PTRDIFF_MAX - 2 * MM_SLOT_SIZE - align) {
     errno = ENOMEM;
     return NULL;
@@ -271,13 +277,13 @@ extent_t *region_huge_new(uint32_t heap, size_t size, size_t align) {
   extent_t *e = region_extent_new(slot);
   e->kind = MM_EXTENT_LARGE;
   e->node.start = (uintptr_t)base + off;
-  e->node.npages = size >> MM_PAGE_SHIFT;
-  /* The page map covers the first slot only: enough for free(p), which only
+  e->node.ndatablocks = size >> MM_DATABLOCK_SHIFT;
+  /* The extent map covers the first slot only: enough for free(p), which only
    * ever looks at the block's first datablock (HUGE_AT blocks are found as
    * the slot's first descriptor). */
   if (off < MM_SLOT_SIZE)
-    slot_map(slot)[off >> MM_PAGE_SHIFT] = (uint32_t)((uintptr_t)e - (uintptr_t)slot);
-  if (options.hugepages != 0) os_hugepages((char *)base + off, size, true);
+    slot_extent_map(slot)[off >> MM_DATABLOCK_SHIFT] = (uint32_t)((uintptr_t)e - (uintptr_t)slot);
+  if (option_live(&options.hugepages) != 0) os_hugepages((char *)base + off, size, true);
   huge_table_set((uintptr_t)base, msize, off);
   return e;
 }
@@ -292,14 +298,14 @@ extent_t *region_huge_at(uintptr_t a) {
 void region_huge_free(extent_t *e) { region_slot_release(slot_of_extent(e)); }
 
 /* Resize a huge block to `size` bytes, in place if the mapping can grow (or
- * shrink) where it is, else by moving its pages (no copy) into a new
- * reservation.  keep_tail: when shrinking, keep the pages past the new end
+ * shrink) where it is, else by moving its memory (no copy) into a new
+ * reservation.  keep_tail: when shrinking, keep the memory past the new end
  * (a reused mapping that will likely grow again) instead of purging and
  * unmapping them.  Returns the extent (its start may have moved) or NULL
  * with nothing changed. */
 extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
   slot_t *slot = slot_of_extent(e);
-  size = (size + MM_PAGE_SIZE - 1) & ~(MM_PAGE_SIZE - 1);
+  size = (size + MM_DATABLOCK_SIZE - 1) & ~(MM_DATABLOCK_SIZE - 1);
   uintptr_t base = (uintptr_t)slot;
   uintptr_t off = e->node.start - base;
   if (size > PTRDIFF_MAX - 2 * MM_SLOT_SIZE - off) {
@@ -308,7 +314,7 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
   }
   uintptr_t old_msize = slot->size;
   uintptr_t new_msize = huge_mapping_size(off, size);
-  size_t old_size = e->node.npages << MM_PAGE_SHIFT;
+  size_t old_size = e->node.ndatablocks << MM_DATABLOCK_SHIFT;
   if (new_msize <= old_msize) {
     /* Shrink (or grow within what is mapped): keep the mapping's start,
      * give the tail back unless asked to keep it. */
@@ -329,7 +335,7 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
       }
       slot->committed = off + size;
     }
-    e->node.npages = size >> MM_PAGE_SHIFT;
+    e->node.ndatablocks = size >> MM_DATABLOCK_SHIFT;
     return e;
   }
   /* Grow in place when the address space behind the mapping is free. */
@@ -342,9 +348,9 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
     huge_table_set(base, new_msize, off);
     slot->size = new_msize;
     slot->committed = off + size;
-    if (options.hugepages != 0)
+    if (option_live(&options.hugepages) != 0)
       os_hugepages((void *)(e->node.start + old_size), size - old_size, true);
-    e->node.npages = size >> MM_PAGE_SHIFT;
+    e->node.ndatablocks = size >> MM_DATABLOCK_SHIFT;
     return e;
   }
   /* Move: a new reservation, then mremap the used part of the old mapping
@@ -376,8 +382,8 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
   ns->committed = off + size;
   extent_t *ne = slot_extents(ns) + (e - slot_extents(slot));
   ne->node.start = (uintptr_t)to + off;
-  ne->node.npages = size >> MM_PAGE_SHIFT;
-  if (options.hugepages != 0) os_hugepages((void *)ne->node.start, size, true);
+  ne->node.ndatablocks = size >> MM_DATABLOCK_SHIFT;
+  if (option_live(&options.hugepages) != 0) os_hugepages((void *)ne->node.start, size, true);
   huge_table_set((uintptr_t)to, new_msize, off);
   return ne;
 }

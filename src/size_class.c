@@ -1,6 +1,6 @@
 /* size_class.c — the size classes of small objects.
  *
- * Layer: thread heap (pure arithmetic; no state but a table built once).
+ * Layer: page (pure arithmetic; no state but a table built once).
  *
  * Classes step by 16 bytes up to 128 B, then four per power of two up to
  * MM_SMALL_MAX (32 KiB): 16 32 48 ... 128 | 160 192 224 256 | 320 384 ...
@@ -12,11 +12,11 @@
  *   size_class_of(n) is the smallest class with size >= n, for 0 < n <=
  *   MM_SMALL_MAX (0 maps to class 0);
  *   sizes are multiples of 16, strictly increasing;
- *   capacity * size <= npages * MM_PAGE_SIZE;
+ *   capacity * size <= ndatablocks * MM_DATABLOCK_SIZE;
  *   for every offset o < 2^32: (o * magic mod 2^64) < magic iff size divides
  *   o (Lemire, Kaser and Kurz's divisibility test; magic = ceil(2^64/size)).
  */
-#include "internal.h"
+#include "size_class.h"
 
 size_class_t mm_size_classes[MM_CLASSES];
 uint8_t mm_direct_class[MM_DIRECT_SLOTS];
@@ -28,11 +28,11 @@ static uint32_t class_size(unsigned c) {
   return (uint32_t)((1u << shift) + (k % 4 + 1) * (1u << (shift - 2)));
 }
 
-static uint32_t class_npages(uint32_t size) {
+static uint32_t class_ndatablocks(uint32_t size) {
   /* Smallest page (in 16-datablock steps, 64..512 KiB) that holds at least
    * 8 objects and wastes at most 1/32 of itself. */
   for (uint32_t np = 16; np <= 128; np += 16) {
-    size_t bytes = (size_t)np << MM_PAGE_SHIFT;
+    size_t bytes = (size_t)np << MM_DATABLOCK_SHIFT;
     size_t cap = bytes / size;
     if (cap >= 8 && (bytes - cap * size) * 32 <= bytes) return np;
   }
@@ -43,8 +43,8 @@ void size_class_init(void) {
   for (unsigned c = 0; c < MM_CLASSES; c++) {
     size_class_t *sc = &mm_size_classes[c];
     sc->size = class_size(c);
-    sc->npages = class_npages(sc->size);
-    sc->capacity = (uint32_t)(((size_t)sc->npages << MM_PAGE_SHIFT) / sc->size);
+    sc->ndatablocks = class_ndatablocks(sc->size);
+    sc->capacity = (uint32_t)(((size_t)sc->ndatablocks << MM_DATABLOCK_SHIFT) / sc->size);
     sc->align = sc->size & (~sc->size + 1);
     sc->magic = UINT64_MAX / sc->size + 1;
   }
@@ -73,7 +73,7 @@ bool size_class_is_valid(char *why, size_t why_size) {
   uint32_t prev = 0;
   for (unsigned c = 0; c < MM_CLASSES; c++) {
     const size_class_t *sc = &mm_size_classes[c];
-    size_t bytes = (size_t)sc->npages << MM_PAGE_SHIFT;
+    size_t bytes = (size_t)sc->ndatablocks << MM_DATABLOCK_SHIFT;
     if (sc->size <= prev || sc->size % 16) {
       os_format(why, why_size, "class %u: size %u not increasing or not a multiple of 16", c, sc->size);
       return false;

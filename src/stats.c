@@ -1,13 +1,13 @@
 /* stats.c — statistics: mm_stats_json, mm_stats_print, MMALLOC_STATS=1.
  *
- * Side module.  Reads each local heap under its lock, one at a time; never
+ * Layer: api.  Reads each local heap under its lock, one at a time; never
  * allocates (it formats into the caller's buffer or a stack buffer), so it
  * is safe at exit and from a signal-free context inside the allocator.
  */
 #include <string.h>
 
-#include "internal.h"
 #include "mmalloc.h"
+#include "stats.h"
 
 typedef struct heap_stats_s {
   uint64_t slots, reserved, committed, free_bytes, free_extents, dirty_bytes;
@@ -18,20 +18,20 @@ typedef struct heap_stats_s {
 
 static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   memset(s, 0, sizeof(*s));
-  pthread_mutex_lock(&h->lock);
+  local_heap_lock(h);
   for (slot_t *slot = h->slots; slot; slot = slot->next) {
     s->slots++;
     s->reserved += slot->size;
     s->committed += slot->committed;
   }
-  s->free_bytes = (uint64_t)h->tree.total_pages << MM_PAGE_SHIFT;
+  s->free_bytes = (uint64_t)h->tree.total_datablocks << MM_DATABLOCK_SHIFT;
   s->free_extents = h->tree.count;
-  /* dirty_pages is an upper bound (see local_heap_t); no page can be
+  /* dirty_datablocks is an upper bound (see local_heap_t); nothing can be
    * resident that was never committed */
-  s->dirty_bytes = (uint64_t)h->dirty_pages << MM_PAGE_SHIFT;
+  s->dirty_bytes = (uint64_t)h->dirty_datablocks << MM_DATABLOCK_SHIFT;
   if (s->dirty_bytes > s->committed) s->dirty_bytes = s->committed;
   for (extent_t *c = h->cache.first; c; c = c->next)
-    s->cached_bytes += c->node.npages << MM_PAGE_SHIFT;
+    s->cached_bytes += c->node.ndatablocks << MM_DATABLOCK_SHIFT;
   for (unsigned c = 0; c < MM_CLASSES; c++)
     for (extent_t *p = h->abandoned[c].first; p; p = p->next) s->abandoned_pages++;
   s->large_allocs = h->large_allocs;
@@ -45,11 +45,8 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->pages_out = h->pages_out;
   s->pages_back = h->pages_back;
   s->pages_taken_over = atomic_load_relaxed(&h->xpages_taken_over);
-  for (thread_heap_t *th = h->threads; th; th = th->next_in_local) {
-    if (th->state == MM_THREAD_LIVE) s->threads_live++;
-    else s->threads_dead++;
-  }
-  pthread_mutex_unlock(&h->lock);
+  local_heap_unlock(h);
+  thread_heap_counts(h->index, &s->threads_live, &s->threads_dead);
 }
 
 static void heap_stats_add(heap_stats_t *t, const heap_stats_t *s) {
@@ -95,7 +92,7 @@ size_t stats_json(char *buf, size_t size) {
       "{\"version\":\"%d.%d.%d\",\"options\":{\"heaps\":%ld,\"hugepages\":%ld,"
       "\"purge_delay_ms\":%ld,\"secure\":%ld},\"heaps\":[",
       MMALLOC_VERSION_MAJOR, MMALLOC_VERSION_MINOR, MMALLOC_VERSION_PATCH, options.heaps,
-      options.hugepages, options.purge_delay_ms, options.secure);
+      option_live(&options.hugepages), option_live(&options.purge_delay_ms), options.secure);
   heap_stats_t total;
   memset(&total, 0, sizeof(total));
   for (uint32_t i = 0; i < mm_nheaps; i++) {
@@ -122,7 +119,7 @@ static void line(int fd, const char *fmt, ...) {
 
 void stats_print(int fd) {
   line(fd, "mmalloc statistics (%u local heaps, purge delay %ld ms)\n", mm_nheaps,
-       options.purge_delay_ms);
+       option_live(&options.purge_delay_ms));
   line(fd, "%5s %5s %10s %10s %10s %10s %10s %8s %8s %6s\n", "heap", "slots", "committed",
        "free", "dirty", "large", "huge", "pg-out", "pg-back", "thr");
   heap_stats_t total;

@@ -5,7 +5,7 @@
  *      ties in largest(), early stop of foreach;
  *   2. the checker: small trees broken by hand, one fault each (order,
  *      overlap, touching when coalesced, heights, balance, maxima, count,
- *      total_pages, bad extents, cycles); each must be rejected with a
+ *      total_datablocks, bad extents, cycles); each must be rejected with a
  *      reason that names the fault, and the unbroken tree accepted;
  *   3. the always-on corruption checks (and the MM_DEBUG >= 2 ones): a
  *      double insert or the removal of a stranger aborts (in a child);
@@ -32,7 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PAGE ((uintptr_t)MM_PAGE_SIZE)
+#define PAGE ((uintptr_t)MM_DATABLOCK_SIZE)
 
 /* The simulated slot of address space whose free extents the tree holds. */
 #if UINTPTR_MAX > 0xffffffffu
@@ -68,7 +68,7 @@ static size_t rnd_between(size_t lo, size_t hi) {
 /* Shared helpers.                                                           */
 
 static uintptr_t end_of(const itree_node_t *n) {
-  return n->start + n->npages * PAGE;
+  return n->start + n->ndatablocks * PAGE;
 }
 
 static int tree_height(const itree_t *t) {
@@ -118,13 +118,13 @@ static bool collect_visit(itree_node_t *node, void *arg) {
 
 static void test_empty(void) {
   itree_t t;
-  itree_node_t stranger = {.start = SIM_BASE, .npages = 1};
+  itree_node_t stranger = {.start = SIM_BASE, .ndatablocks = 1};
   itree_node_t *seen[1];
   collect_t c = {seen, 0, 1, SIZE_MAX};
 
   interval_tree_init(&t);
   CHECK("empty: valid", valid(&t, true));
-  CHECK("empty: count", t.count == 0 && t.total_pages == 0 && !t.root);
+  CHECK("empty: count", t.count == 0 && t.total_datablocks == 0 && !t.root);
   CHECK("empty: first_fit(1)", interval_tree_first_fit(&t, 1) == NULL);
   CHECK("empty: first_fit(0)", interval_tree_first_fit(&t, 0) == NULL);
   CHECK("empty: largest", interval_tree_largest(&t) == NULL);
@@ -139,15 +139,15 @@ static void test_empty(void) {
 
 static void test_one_node(void) {
   itree_t t;
-  itree_node_t a = {.start = SIM_BASE + 8 * PAGE, .npages = 5};
+  itree_node_t a = {.start = SIM_BASE + 8 * PAGE, .ndatablocks = 5};
   itree_node_t *seen[2];
   collect_t c = {seen, 0, 2, SIZE_MAX};
 
   interval_tree_init(&t);
   interval_tree_insert(&t, &a);
   CHECK("one: valid", valid(&t, true));
-  CHECK("one: count", t.count == 1 && t.total_pages == 5);
-  CHECK("one: fields", a.height == 1 && a.max_npages == 5 && !a.left &&
+  CHECK("one: count", t.count == 1 && t.total_datablocks == 5);
+  CHECK("one: fields", a.height == 1 && a.max_ndatablocks == 5 && !a.left &&
                            !a.right && t.root == &a);
   CHECK("one: first_fit(0)", interval_tree_first_fit(&t, 0) == &a);
   CHECK("one: first_fit(1)", interval_tree_first_fit(&t, 1) == &a);
@@ -171,15 +171,15 @@ static void test_one_node(void) {
 
   interval_tree_resize(&t, &a, a.start + PAGE, 3); /* shrink both ends */
   CHECK("one: resize valid", valid(&t, true));
-  CHECK("one: resize fields", a.max_npages == 3 && t.total_pages == 3);
+  CHECK("one: resize fields", a.max_ndatablocks == 3 && t.total_datablocks == 3);
   CHECK("one: find old start", interval_tree_find(&t, a.start - PAGE) == NULL);
   interval_tree_resize(&t, &a, a.start - 4 * PAGE, 40); /* grow both ends */
   CHECK("one: grow valid", valid(&t, true));
-  CHECK("one: grow fields", a.max_npages == 40 && t.total_pages == 40);
+  CHECK("one: grow fields", a.max_ndatablocks == 40 && t.total_datablocks == 40);
 
   interval_tree_remove(&t, &a);
   CHECK("one: removed valid", valid(&t, true));
-  CHECK("one: removed empty", !t.root && t.count == 0 && t.total_pages == 0);
+  CHECK("one: removed empty", !t.root && t.count == 0 && t.total_datablocks == 0);
   CHECK("one: removed links cleared", !a.left && !a.right);
   CHECK("one: removed find", interval_tree_find(&t, a.start) == NULL);
 }
@@ -199,11 +199,11 @@ static void test_ties(void) {
     for (size_t i = 0; i < N; i++) {
       memset(&nodes[i], 0, sizeof nodes[i]);
       nodes[i].start = SIM_BASE + i * 100 * PAGE;
-      nodes[i].npages = 1 + (i * 37) % 50; /* all below 64 */
+      nodes[i].ndatablocks = 1 + (i * 37) % 50; /* all below 64 */
       order[i] = i;
     }
     for (size_t i = 0; i < sizeof sizes_of_big / sizeof *sizes_of_big; i++)
-      nodes[sizes_of_big[i]].npages = 64;
+      nodes[sizes_of_big[i]].ndatablocks = 64;
     for (size_t i = N - 1; i > 0; i--) { /* shuffle the insertion order */
       size_t j = rnd_below(i + 1), tmp = order[i];
       order[i] = order[j];
@@ -227,7 +227,7 @@ static void test_ties(void) {
     itree_node_t *lg = interval_tree_largest(&t);
     size_t want_i = SIZE_MAX;
     for (size_t i = 0; i < N && want_i == SIZE_MAX; i++)
-      if (nodes[i].npages == 50)
+      if (nodes[i].ndatablocks == 50)
         want_i = i;
     CHECK("ties: largest after", lg && want_i != SIZE_MAX &&
                                      lg == &nodes[want_i]);
@@ -236,8 +236,8 @@ static void test_ties(void) {
     if (lg && want_i != SIZE_MAX) {
       interval_tree_resize(&t, lg, lg->start, 1);
       CHECK("ties: valid after shrink", valid(&t, true));
-      CHECK("ties: tie of two", nodes[4].npages == 49 &&
-                                    nodes[54].npages == 49);
+      CHECK("ties: tie of two", nodes[4].ndatablocks == 49 &&
+                                    nodes[54].ndatablocks == 49);
       CHECK("ties: largest after shrink",
             interval_tree_largest(&t) == &nodes[4]);
       CHECK("ties: first_fit(49)", interval_tree_first_fit(&t, 49) ==
@@ -259,7 +259,7 @@ static void test_foreach_stop(void) {
   for (size_t i = 0; i < N; i++) {
     memset(&nodes[i], 0, sizeof nodes[i]);
     nodes[i].start = SIM_BASE + (N - i) * 4 * PAGE;
-    nodes[i].npages = 2;
+    nodes[i].ndatablocks = 2;
     interval_tree_insert(&t, &nodes[i]);
   }
   collect_t c = {seen, 0, N, 7};
@@ -287,18 +287,18 @@ static int fix_fields(itree_node_t *n) {
     return 0;
   int hl = fix_fields(n->left), hr = fix_fields(n->right);
   n->height = 1 + (hl > hr ? hl : hr);
-  n->max_npages = n->npages;
-  if (n->left && n->left->max_npages > n->max_npages)
-    n->max_npages = n->left->max_npages;
-  if (n->right && n->right->max_npages > n->max_npages)
-    n->max_npages = n->right->max_npages;
+  n->max_ndatablocks = n->ndatablocks;
+  if (n->left && n->left->max_ndatablocks > n->max_ndatablocks)
+    n->max_ndatablocks = n->left->max_ndatablocks;
+  if (n->right && n->right->max_ndatablocks > n->max_ndatablocks)
+    n->max_ndatablocks = n->right->max_ndatablocks;
   return n->height;
 }
 
-static void set_node(itree_node_t *n, size_t page, size_t npages,
+static void set_node(itree_node_t *n, size_t page, size_t ndatablocks,
                      itree_node_t *left, itree_node_t *right) {
   n->start = SIM_BASE + page * PAGE;
-  n->npages = npages;
+  n->ndatablocks = ndatablocks;
   n->left = left;
   n->right = right;
 }
@@ -309,7 +309,7 @@ static void set_node(itree_node_t *n, size_t page, size_t npages,
  *       b(10,+1)            f(50,+9)
  *       /      \            /      \
  *   a(0,+3)  c(20,+4)  e(40,+5)  g(60,+2)
- * (page, +npages), relative to SIM_BASE. */
+ * (page, +ndatablocks), relative to SIM_BASE. */
 enum { A, B, C, D, E, F, G, NNODES };
 
 static void build7(itree_t *t, itree_node_t *n) {
@@ -324,7 +324,7 @@ static void build7(itree_t *t, itree_node_t *n) {
   fix_fields(&n[D]);
   t->root = &n[D];
   t->count = 7;
-  t->total_pages = 3 + 1 + 4 + 1 + 5 + 9 + 2;
+  t->total_datablocks = 3 + 1 + 4 + 1 + 5 + 9 + 2;
 }
 
 /* is_valid must say no, with a reason that names the fault. */
@@ -357,41 +357,41 @@ static void test_checker(void) {
   build7(&t, n);
   n[A].start = SIM_BASE + 20 * PAGE;
   n[C].start = SIM_BASE + 0 * PAGE;
-  n[A].npages = n[C].npages = 1;
-  t.total_pages -= 3 + 4 - 2;
+  n[A].ndatablocks = n[C].ndatablocks = 1;
+  t.total_datablocks -= 3 + 4 - 2;
   fix_fields(&n[D]);
   expect_invalid("checker: wrong order", &t, false, "out of order");
 
   /* Order: equal starts. */
   build7(&t, n);
   n[C].start = n[B].start;
-  n[B].npages = 1;
+  n[B].ndatablocks = 1;
   expect_invalid("checker: equal starts", &t, false, "out of order");
 
   /* Overlap: a grows into b. */
   build7(&t, n);
-  n[A].npages = 11;
-  t.total_pages += 8;
+  n[A].ndatablocks = 11;
+  t.total_datablocks += 8;
   fix_fields(&n[D]);
   expect_invalid("checker: overlap", &t, false, "overlaps");
 
   /* Overlap across subtrees: c (left of the root) runs into d. */
   build7(&t, n);
-  n[C].npages = 12;
-  t.total_pages += 8;
+  n[C].ndatablocks = 12;
+  t.total_datablocks += 8;
   fix_fields(&n[D]);
   expect_invalid("checker: overlap with root", &t, false, "overlaps");
 
   /* Touching: legal unless coalesced. */
   build7(&t, n);
-  n[E].npages = 10; /* 40 + 10 = 50 = f */
-  t.total_pages += 5;
+  n[E].ndatablocks = 10; /* 40 + 10 = 50 = f */
+  t.total_datablocks += 5;
   fix_fields(&n[D]);
   CHECK("checker: touching ok when not coalesced", valid(&t, false));
   expect_invalid("checker: touching when coalesced", &t, true, "touches");
   build7(&t, n);
-  n[C].npages = 10; /* 20 + 10 = 30 = d, across subtrees */
-  t.total_pages += 6;
+  n[C].ndatablocks = 10; /* 20 + 10 = 30 = d, across subtrees */
+  t.total_datablocks += 6;
   fix_fields(&n[D]);
   CHECK("checker: touching root ok when not coalesced", valid(&t, false));
   expect_invalid("checker: touching root when coalesced", &t, true,
@@ -414,33 +414,33 @@ static void test_checker(void) {
   n[F].left = NULL;
   fix_fields(&n[D]);
   t.count = 3;
-  t.total_pages = 1 + 9 + 2;
+  t.total_datablocks = 1 + 9 + 2;
   expect_invalid("checker: right chain", &t, false, "unbalanced");
   /* Balance: left subtree two higher, deeper in: b's left gets a chain. */
   build7(&t, n);
   n[D].right = &n[F];
   n[F].left = n[F].right = NULL;
   n[E].start = SIM_BASE + 2 * PAGE; /* hang e under a, then g under e */
-  n[E].npages = 1;
-  n[A].npages = 1;
+  n[E].ndatablocks = 1;
+  n[A].ndatablocks = 1;
   n[G].start = SIM_BASE + 4 * PAGE;
-  n[G].npages = 1;
+  n[G].ndatablocks = 1;
   n[A].right = &n[E];
   n[E].right = &n[G];
   fix_fields(&n[D]);
-  t.total_pages = 1 + 1 + 1 + 1 + 4 + 1 + 9;
+  t.total_datablocks = 1 + 1 + 1 + 1 + 4 + 1 + 9;
   expect_invalid("checker: deep imbalance", &t, false, "unbalanced");
 
   /* Maxima. */
   build7(&t, n);
-  n[B].max_npages = 3; /* actual 4, from c */
-  expect_invalid("checker: max too small", &t, false, "max_npages");
+  n[B].max_ndatablocks = 3; /* actual 4, from c */
+  expect_invalid("checker: max too small", &t, false, "max_ndatablocks");
   build7(&t, n);
-  n[D].max_npages = 10; /* actual 9 */
-  expect_invalid("checker: max too big", &t, false, "max_npages");
+  n[D].max_ndatablocks = 10; /* actual 9 */
+  expect_invalid("checker: max too big", &t, false, "max_ndatablocks");
   build7(&t, n);
-  n[G].max_npages = 0;
-  expect_invalid("checker: leaf max 0", &t, false, "max_npages");
+  n[G].max_ndatablocks = 0;
+  expect_invalid("checker: leaf max 0", &t, false, "max_ndatablocks");
 
   /* Count and total. */
   build7(&t, n);
@@ -453,37 +453,37 @@ static void test_checker(void) {
   t.count = 0;
   expect_invalid("checker: count 0", &t, false, "more nodes");
   build7(&t, n);
-  t.total_pages++;
-  expect_invalid("checker: total too big", &t, false, "total_pages");
+  t.total_datablocks++;
+  expect_invalid("checker: total too big", &t, false, "total_datablocks");
   build7(&t, n);
-  t.total_pages--;
-  expect_invalid("checker: total too small", &t, false, "total_pages");
+  t.total_datablocks--;
+  expect_invalid("checker: total too small", &t, false, "total_datablocks");
   interval_tree_init(&t);
   t.count = 1;
   expect_invalid("checker: empty tree, count 1", &t, false, "count");
   interval_tree_init(&t);
-  t.total_pages = 1;
-  expect_invalid("checker: empty tree, pages 1", &t, false, "total_pages");
+  t.total_datablocks = 1;
+  expect_invalid("checker: empty tree, pages 1", &t, false, "total_datablocks");
 
   /* Bad extents. */
   build7(&t, n);
-  n[E].npages = 0;
-  t.total_pages -= 5;
+  n[E].ndatablocks = 0;
+  t.total_datablocks -= 5;
   fix_fields(&n[D]);
-  expect_invalid("checker: npages 0", &t, false, "npages is 0");
+  expect_invalid("checker: ndatablocks 0", &t, false, "ndatablocks is 0");
   build7(&t, n);
   n[E].start += 8;
-  expect_invalid("checker: unaligned", &t, false, "not page aligned");
+  expect_invalid("checker: unaligned", &t, false, "not datablock aligned");
   {
-    itree_node_t top = {.start = UINTPTR_MAX - PAGE + 1, .npages = 1};
+    itree_node_t top = {.start = UINTPTR_MAX - PAGE + 1, .ndatablocks = 1};
     fix_fields(&top);
     t.root = &top;
     t.count = 1;
-    t.total_pages = 1;
+    t.total_datablocks = 1;
     expect_invalid("checker: extent wraps", &t, false, "address space");
     top.start = UINTPTR_MAX - 4 * PAGE + 1;
-    top.npages = 8;
-    t.total_pages = 8;
+    top.ndatablocks = 8;
+    t.total_datablocks = 8;
     fix_fields(&top);
     expect_invalid("checker: extent wraps by more", &t, false,
                    "address space");
@@ -506,7 +506,7 @@ static void test_checker(void) {
     fix_fields(&chain[0]);
     t.root = &chain[0];
     t.count = 200;
-    t.total_pages = 200;
+    t.total_datablocks = 200;
     expect_invalid("checker: long chain", &t, false, NULL);
   }
 
@@ -537,7 +537,7 @@ static void die_double_insert(void) {
 }
 
 static void die_remove_stranger(void) {
-  itree_node_t s = {.start = SIM_BASE + 70 * PAGE, .npages = 1};
+  itree_node_t s = {.start = SIM_BASE + 70 * PAGE, .ndatablocks = 1};
   interval_tree_remove(&death_tree, &s);
 }
 
@@ -547,13 +547,13 @@ static void die_remove_twin(void) {
 }
 
 static void die_resize_stranger(void) {
-  itree_node_t s = {.start = SIM_BASE + 35 * PAGE, .npages = 1};
+  itree_node_t s = {.start = SIM_BASE + 35 * PAGE, .ndatablocks = 1};
   interval_tree_resize(&death_tree, &s, s.start, 2);
 }
 
 #if MM_DEBUG >= 2
 static void die_insert_overlap(void) {
-  itree_node_t s = {.start = SIM_BASE + 23 * PAGE, .npages = 2}; /* in c */
+  itree_node_t s = {.start = SIM_BASE + 23 * PAGE, .ndatablocks = 2}; /* in c */
   interval_tree_insert(&death_tree, &s);
 }
 
@@ -563,7 +563,7 @@ static void die_resize_overlap(void) {
 }
 
 static void die_insert_empty(void) {
-  itree_node_t s = {.start = SIM_BASE + 25 * PAGE, .npages = 0};
+  itree_node_t s = {.start = SIM_BASE + 25 * PAGE, .ndatablocks = 0};
   interval_tree_insert(&death_tree, &s);
 }
 #endif
@@ -612,7 +612,7 @@ static void test_sequential(size_t n) {
     for (size_t i = 0; i < n; i++) {
       size_t k = descending ? n - 1 - i : i;
       nodes[k].start = SIM_BASE + 8 * k * PAGE;
-      nodes[k].npages = 1 + k % 5;
+      nodes[k].ndatablocks = 1 + k % 5;
       interval_tree_insert(&t, &nodes[k]);
     }
     CHECK("sequential: valid", valid(&t, true));
@@ -650,12 +650,12 @@ static void test_bulk(size_t n) {
   for (size_t i = 0; i < n; i++) {
     itree_node_t *x = &nodes[perm[i]];
     x->start = SIM_BASE + 64 * perm[i] * PAGE;
-    x->npages = 1 + rnd_below(63);
-    pages += x->npages;
+    x->ndatablocks = 1 + rnd_below(63);
+    pages += x->ndatablocks;
     interval_tree_insert(&t, x);
   }
   CHECK("bulk: valid", valid(&t, true));
-  CHECK("bulk: totals", t.count == n && t.total_pages == pages);
+  CHECK("bulk: totals", t.count == n && t.total_datablocks == pages);
   CHECK("bulk: height bound", tree_height(&t) <= avl_height_bound(n));
   bool found = true, neighbours = true;
   for (size_t i = 0; i < n; i++) {
@@ -677,7 +677,7 @@ static void test_bulk(size_t n) {
   for (size_t i = 1; i < n; i += 2)
     interval_tree_remove(&t, &nodes[perm[i]]);
   CHECK("bulk: empty at the end", !t.root && t.count == 0 &&
-                                      t.total_pages == 0 && valid(&t, true));
+                                      t.total_datablocks == 0 && valid(&t, true));
   free(perm);
   free(nodes);
 }
@@ -688,7 +688,7 @@ static void test_bulk(size_t n) {
 /* The model: the free extents as a sorted array, each with its tree node. */
 typedef struct ext_s {
   uintptr_t start;
-  size_t npages;
+  size_t ndatablocks;
   itree_node_t *node;
 } ext_t;
 
@@ -733,7 +733,7 @@ static size_t model_upper(uintptr_t addr) {
 }
 
 static uintptr_t model_end(size_t i) {
-  return model[i].start + model[i].npages * PAGE;
+  return model[i].start + model[i].ndatablocks * PAGE;
 }
 
 /* Index of the extent holding addr, or SIZE_MAX. */
@@ -749,33 +749,33 @@ static itree_node_t *model_node_at(uintptr_t addr) {
   return i == SIZE_MAX ? NULL : model[i].node;
 }
 
-static void model_insert(size_t i, uintptr_t start, size_t npages,
+static void model_insert(size_t i, uintptr_t start, size_t ndatablocks,
                          itree_node_t *node) {
   memmove(&model[i + 1], &model[i], (model_n - i) * sizeof *model);
-  model[i] = (ext_t){start, npages, node};
+  model[i] = (ext_t){start, ndatablocks, node};
   model_n++;
-  model_pages += npages;
+  model_pages += ndatablocks;
 }
 
 static void model_remove(size_t i) {
-  model_pages -= model[i].npages;
+  model_pages -= model[i].ndatablocks;
   memmove(&model[i], &model[i + 1], (model_n - i - 1) * sizeof *model);
   model_n--;
 }
 
-static void model_set(size_t i, uintptr_t start, size_t npages) {
-  model_pages = model_pages - model[i].npages + npages;
+static void model_set(size_t i, uintptr_t start, size_t ndatablocks) {
+  model_pages = model_pages - model[i].ndatablocks + ndatablocks;
   model[i].start = start;
-  model[i].npages = npages;
+  model[i].ndatablocks = ndatablocks;
 }
 
 /* Tree and model together. */
-static void both_insert(size_t i, uintptr_t start, size_t npages,
+static void both_insert(size_t i, uintptr_t start, size_t ndatablocks,
                         itree_node_t *node) {
   node->start = start;
-  node->npages = npages;
+  node->ndatablocks = ndatablocks;
   interval_tree_insert(&tree, node);
-  model_insert(i, start, npages, node);
+  model_insert(i, start, ndatablocks, node);
 }
 
 static void both_remove(size_t i) {
@@ -785,16 +785,16 @@ static void both_remove(size_t i) {
   node_put(node);
 }
 
-static void both_resize(size_t i, uintptr_t start, size_t npages) {
-  interval_tree_resize(&tree, model[i].node, start, npages);
-  model_set(i, start, npages);
+static void both_resize(size_t i, uintptr_t start, size_t ndatablocks) {
+  interval_tree_resize(&tree, model[i].node, start, ndatablocks);
+  model_set(i, start, ndatablocks);
 }
 
-/* Free [start, start + npages pages), which lies in an allocated gap
+/* Free [start, start + ndatablocks pages), which lies in an allocated gap
  * before model[i] (i == model_n: after the last extent), merging it with
  * the free extents it touches, the two ways a local heap may do it. */
-static void free_extent(size_t i, uintptr_t start, size_t npages) {
-  uintptr_t end = start + npages * PAGE;
+static void free_extent(size_t i, uintptr_t start, size_t ndatablocks) {
+  uintptr_t end = start + ndatablocks * PAGE;
   bool touch_left = i > 0 && model_end(i - 1) == start;
   bool touch_right = i < model_n && model[i].start == end;
 
@@ -809,25 +809,25 @@ static void free_extent(size_t i, uintptr_t start, size_t npages) {
     REQUIRE("free: right neighbour by find",
             r == (touch_right ? model[i].node : NULL));
     if (l && r) {
-      size_t total = model[i - 1].npages + npages + model[i].npages;
+      size_t total = model[i - 1].ndatablocks + ndatablocks + model[i].ndatablocks;
       both_remove(i);
       both_resize(i - 1, model[i - 1].start, total);
     } else if (l) {
-      both_resize(i - 1, model[i - 1].start, model[i - 1].npages + npages);
+      both_resize(i - 1, model[i - 1].start, model[i - 1].ndatablocks + ndatablocks);
     } else if (r) {
-      both_resize(i, start, model[i].npages + npages);
+      both_resize(i, start, model[i].ndatablocks + ndatablocks);
     } else {
       itree_node_t *node = node_get();
       if (!node)
         return; /* out of descriptors: drop this free */
-      both_insert(i, start, npages, node);
+      both_insert(i, start, ndatablocks, node);
     }
   } else {
     /* Insert first, then merge with what prev/next find touching. */
     itree_node_t *node = node_get();
     if (!node)
       return;
-    both_insert(i, start, npages, node);
+    both_insert(i, start, ndatablocks, node);
     itree_node_t *p = interval_tree_prev(&tree, node);
     itree_node_t *q = interval_tree_next(&tree, node);
     REQUIRE("free: prev", p == (i > 0 ? model[i - 1].node : NULL));
@@ -835,12 +835,12 @@ static void free_extent(size_t i, uintptr_t start, size_t npages) {
     if (p && end_of(p) == start) {
       both_remove(i);
       i--;
-      both_resize(i, model[i].start, model[i].npages + npages);
+      both_resize(i, model[i].start, model[i].ndatablocks + ndatablocks);
     }
     if (q && end_of(model[i].node) == q->start) {
-      size_t more = model[i + 1].npages;
+      size_t more = model[i + 1].ndatablocks;
       both_remove(i + 1);
-      both_resize(i, model[i].start, model[i].npages + more);
+      both_resize(i, model[i].start, model[i].ndatablocks + more);
     }
   }
   if (touch_left && touch_right)
@@ -871,12 +871,12 @@ static void op_free(void) {
   size_t cap = rnd_below(8) == 0 ? gap : 1 + rnd_below(64);
   if (cap > gap)
     cap = gap;
-  size_t npages = rnd_between(1, cap);
+  size_t ndatablocks = rnd_between(1, cap);
   uintptr_t start;
   switch (rnd_below(20)) {
   case 0: /* the whole gap: merges on both sides */
     start = lo;
-    npages = gap;
+    ndatablocks = gap;
     break;
   case 1:
   case 2:
@@ -886,22 +886,22 @@ static void op_free(void) {
   case 4:
   case 5:
   case 6: /* touching the extent above */
-    start = hi - npages * PAGE;
+    start = hi - ndatablocks * PAGE;
     break;
   default:
-    start = lo + rnd_below(gap - npages + 1) * PAGE;
+    start = lo + rnd_below(gap - ndatablocks + 1) * PAGE;
     break;
   }
-  free_extent(i, start, npages);
+  free_extent(i, start, ndatablocks);
 }
 
 /* Allocate n pages by first fit and carve them out of the extent. */
 static void op_alloc(void) {
   size_t lg = SIZE_MAX; /* the model's largest: lowest index among equals */
   for (size_t i = 0; i < model_n; i++)
-    if (lg == SIZE_MAX || model[i].npages > model[lg].npages)
+    if (lg == SIZE_MAX || model[i].ndatablocks > model[lg].ndatablocks)
       lg = i;
-  size_t biggest = lg == SIZE_MAX ? 0 : model[lg].npages;
+  size_t biggest = lg == SIZE_MAX ? 0 : model[lg].ndatablocks;
   itree_node_t *tl = interval_tree_largest(&tree);
   REQUIRE("alloc: largest", tl == (lg == SIZE_MAX ? NULL : model[lg].node));
 
@@ -934,7 +934,7 @@ static void op_alloc(void) {
   }
   size_t want = SIZE_MAX;
   for (size_t i = 0; i < model_n; i++)
-    if (model[i].npages >= n) {
+    if (model[i].ndatablocks >= n) {
       want = i;
       break;
     }
@@ -947,7 +947,7 @@ static void op_alloc(void) {
   }
   size_t i = want;
   uintptr_t start = model[i].start;
-  size_t have = model[i].npages;
+  size_t have = model[i].ndatablocks;
   if (have == n) {
     both_remove(i);
     stats.fit_whole++;
@@ -983,7 +983,7 @@ static void op_release(void) {
   if (!model_n)
     return;
   size_t i = rnd_below(model_n);
-  uintptr_t addr = model[i].start + rnd_below(model[i].npages * PAGE);
+  uintptr_t addr = model[i].start + rnd_below(model[i].ndatablocks * PAGE);
   REQUIRE("release: find", interval_tree_find(&tree, addr) == model[i].node);
   both_remove(i);
   stats.release++;
@@ -995,7 +995,7 @@ static void op_resize(void) {
     return;
   size_t i = rnd_below(model_n);
   uintptr_t start = model[i].start;
-  size_t np = model[i].npages;
+  size_t np = model[i].ndatablocks;
   switch (rnd_below(4)) {
   case 0:
     if (np < 2)
@@ -1019,7 +1019,7 @@ static void op_resize(void) {
       return;
     size_t k = rnd_below(3) == 0 ? gap : rnd_between(1, gap);
     if (k == gap && i + 1 < model_n) {
-      size_t more = model[i + 1].npages;
+      size_t more = model[i + 1].ndatablocks;
       both_remove(i + 1);
       both_resize(i, start, np + k + more);
       stats.grow_merge++;
@@ -1038,7 +1038,7 @@ static void op_resize(void) {
     if (k == gap && i > 0) {
       /* The lower extent goes; this node grows down over its place. */
       uintptr_t new_start = model[i - 1].start;
-      size_t more = model[i - 1].npages;
+      size_t more = model[i - 1].ndatablocks;
       both_remove(i - 1);
       both_resize(i - 1, new_start, np + k + more);
       stats.grow_merge++;
@@ -1073,7 +1073,7 @@ static void op_find(void) {
       addr = model[i].start - 1;
       break;
     case 5:
-      addr = model[i].start + rnd_below(model[i].npages * PAGE);
+      addr = model[i].start + rnd_below(model[i].ndatablocks * PAGE);
       break;
     case 6:
       addr = rnd_below(2) ? 0 : UINTPTR_MAX;
@@ -1109,7 +1109,7 @@ static void compare_full(const char *when) {
   for (size_t i = 0; same && i < model_n; i++)
     same = walk_buf[i] == model[i].node &&
            walk_buf[i]->start == model[i].start &&
-           walk_buf[i]->npages == model[i].npages;
+           walk_buf[i]->ndatablocks == model[i].ndatablocks;
   if (!same)
     fprintf(stderr, "  contents differ %s\n", when);
   REQUIRE("contents equal the model", same);
@@ -1120,11 +1120,11 @@ static void compare_full(const char *when) {
 static void check_after(size_t op, const char *what) {
   char why[256];
   bool ok = interval_tree_is_valid(&tree, true, why, sizeof why);
-  bool counts = tree.count == model_n && tree.total_pages == model_pages;
+  bool counts = tree.count == model_n && tree.total_datablocks == model_pages;
   if (!ok || !counts)
     fprintf(stderr, "  after op %zu (%s): %s; count %zu/%zu pages %zu/%zu\n",
             op, what, ok ? "valid" : why, tree.count, model_n,
-            tree.total_pages, model_pages);
+            tree.total_datablocks, model_pages);
   REQUIRE("valid after every op", ok);
   REQUIRE("count and pages after every op", counts);
   if (op % 100 == 0 || model_n <= 4)

@@ -1,7 +1,8 @@
 /* test_local_heap.c — one local heap, driven directly: large blocks, pages,
  * in-place resizing, purging, against a model of the live extents, with the
  * heap checker (tree order/balance/maxima/coalescing, dirty accounting,
- * page map) after every operation.  Not a benchmark.
+ * extent map, every extent on one list, the region checker) after every
+ * operation.  Not a benchmark.
  *
  * usage: unit_local_heap [SEED] [OPS] */
 #include <stdint.h>
@@ -9,7 +10,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "internal.h"
+#include "local_heap.h"
+#include "page.h"
+#include "thread_heap.h"
 
 typedef struct live_s {
   uintptr_t start;
@@ -47,16 +50,19 @@ static int intact(const live_t *l) {
 
 static int heap_ok(local_heap_t *h, const char *when) {
   char why[256];
-  if (!local_heap_is_valid(h, why, sizeof(why))) {
+  local_heap_lock(h);
+  bool valid = local_heap_is_valid(h, why, sizeof(why));
+  local_heap_unlock(h);
+  if (!valid) {
     fprintf(stderr, "heap invalid after %s: %s\n", when, why);
     return 0;
   }
-  /* live extents never overlap, and the page map names them */
+  /* live extents never overlap, and the extent map names them */
   for (int i = 0; i < nlive; i++) {
     slot_t *slot = slot_of_address(live[i].start);
     if (region_extent_at(slot, live[i].start) != live[i].e ||
-        region_extent_at(slot, (live[i].start + live[i].bytes - 1) & ~(MM_PAGE_SIZE - 1)) != live[i].e) {
-      fprintf(stderr, "page map does not name live extent %p after %s\n", (void *)live[i].start, when);
+        region_extent_at(slot, (live[i].start + live[i].bytes - 1) & ~(MM_DATABLOCK_SIZE - 1)) != live[i].e) {
+      fprintf(stderr, "extent map does not name live extent %p after %s\n", (void *)live[i].start, when);
       return 0;
     }
     for (int j = i + 1; j < nlive; j++)
@@ -69,10 +75,28 @@ static int heap_ok(local_heap_t *h, const char *when) {
   return 1;
 }
 
+/* The thread heap's side of a page hand-over, done here by hand: a page
+ * block is claimed (initialised, owned by a stand-in heap) under its home
+ * heap's lock, and comes back with its owner cleared under that lock. */
+static thread_heap_t stand_in;
+
+static void claim(extent_t *page, void *arg) {
+  page_init(page, *(unsigned *)arg);
+  page_set_owner(page, &stand_in, 1);
+}
+
+static void give_back_page(extent_t *page) {
+  local_heap_t *home = local_heap_of_extent(page);
+  local_heap_lock(home);
+  page_clear_owner(page);
+  local_heap_cache_page_locked(home, page);
+  local_heap_unlock(home);
+}
+
 static void drop(local_heap_t *h, int i) {
   (void)h;
   if (live[i].page_class >= 0) {
-    local_heap_return_page(live[i].e);
+    give_back_page(live[i].e);
   } else {
     local_heap_free_large(live[i].e);
   }
@@ -95,14 +119,14 @@ int main(int argc, char **argv) {
   slot_t *fslot = slot_of_extent(fe);
   extent_t *behind = region_extent_at(fslot, extent_end(fe));
   CHECK("room behind the first large block",
-        behind && behind->kind == MM_EXTENT_FREE && behind->node.npages >= fe->node.npages);
+        behind && behind->kind == MM_EXTENT_FREE && behind->node.ndatablocks >= fe->node.ndatablocks);
   CHECK("fresh memory reads as zero", ((unsigned char *)first)[12345] == 0);
   /* ... so it grows in place */
   memset(first, 0xAB, 1 << 20);
   CHECK("grows in place into the room", local_heap_resize_large(fe, 8 << 20));
   CHECK("contents kept when growing in place",
         ((unsigned char *)first)[(1 << 20) - 1] == 0xAB && fe->node.start == (uintptr_t)first);
-  CHECK("shrinks in place", local_heap_resize_large(fe, 2 << 20) && fe->node.npages == 512);
+  CHECK("shrinks in place", local_heap_resize_large(fe, 2 << 20) && fe->node.ndatablocks == 512);
   CHECK("heap valid after resizes", heap_ok(h, "resizes"));
   local_heap_free_large(fe);
   CHECK("heap valid after the free", heap_ok(h, "first free"));
@@ -128,11 +152,11 @@ int main(int argc, char **argv) {
       counts[0]++;
     } else if (kind < 55) {
       unsigned cls = (unsigned)(next_rand() % MM_CLASSES);
-      extent_t *e = local_heap_take_page(h, cls);
+      extent_t *e = local_heap_take_page_block(h, mm_size_classes[cls].ndatablocks, claim, &cls);
       REQUIRE("page", e != NULL);
       live_t *l = &live[nlive++];
       l->start = e->node.start;
-      l->bytes = e->node.npages << MM_PAGE_SHIFT;
+      l->bytes = e->node.ndatablocks << MM_DATABLOCK_SHIFT;
       l->e = e;
       l->page_class = (int)cls;
       fill(l);
@@ -140,14 +164,14 @@ int main(int argc, char **argv) {
       counts[1]++;
     } else if (kind < 85) {
       size_t size = MM_SMALL_MAX + 1 + (size_t)(next_rand() % ((next_rand() % 4) ? (1u << 20) : (16u << 20)));
-      size_t align = (next_rand() % 8 == 0) ? (MM_PAGE_SIZE << (next_rand() % 8)) : 0;
+      size_t align = (next_rand() % 8 == 0) ? (MM_DATABLOCK_SIZE << (next_rand() % 8)) : 0;
       void *p = local_heap_alloc_large(h, size, align, next_rand() % 2, next_rand() % 4 == 0);
       REQUIRE("large block", p != NULL);
       REQUIRE("large block aligned", !align || ((uintptr_t)p & (align - 1)) == 0);
       live_t *l = &live[nlive++];
       l->start = (uintptr_t)p;
       l->e = region_extent_at(slot_of_address(l->start), l->start);
-      l->bytes = l->e->node.npages << MM_PAGE_SHIFT;
+      l->bytes = l->e->node.ndatablocks << MM_DATABLOCK_SHIFT;
       l->page_class = -1;
       fill(l);
       when = "alloc large";
@@ -160,7 +184,7 @@ int main(int argc, char **argv) {
       REQUIRE("intact before resize", intact(&live[i]));
       unsigned char head = ((unsigned char *)live[i].start)[0];
       if (local_heap_resize_large(live[i].e, want)) {
-        live[i].bytes = live[i].e->node.npages << MM_PAGE_SHIFT;
+        live[i].bytes = live[i].e->node.ndatablocks << MM_DATABLOCK_SHIFT;
         REQUIRE("resize keeps the start", live[i].e->node.start == live[i].start);
         REQUIRE("resize fits", live[i].bytes >= want);
         REQUIRE("resize keeps the head byte", ((unsigned char *)live[i].start)[0] == head);
@@ -172,9 +196,9 @@ int main(int argc, char **argv) {
       }
       when = "resize";
     } else {
-      pthread_mutex_lock(&h->lock);
+      local_heap_lock(h);
       local_heap_purge(h, next_rand() % 2);
-      pthread_mutex_unlock(&h->lock);
+      local_heap_unlock(h);
       when = "purge";
       counts[5]++;
     }
@@ -186,13 +210,13 @@ int main(int argc, char **argv) {
 
   for (int i = 0; i < nlive; i++) CHECK("every live block intact at the end", intact(&live[i]));
   while (nlive) drop(h, nlive - 1);
-  pthread_mutex_lock(&h->lock);
+  local_heap_lock(h);
   local_heap_purge(h, true);
-  pthread_mutex_unlock(&h->lock);
+  local_heap_unlock(h);
   CHECK("heap valid when empty", heap_ok(h, "drain"));
   CHECK("everything coalesced: one free extent per slot",
-        h->tree.count == h->nslots && h->tree.total_pages == h->nslots * region_slot_data_pages());
-  CHECK("nothing dirty after a forced purge", h->dirty_pages == 0);
+        h->tree.count == h->nslots && h->tree.total_datablocks == h->nslots * region_slot_data_datablocks());
+  CHECK("nothing dirty after a forced purge", h->dirty_datablocks == 0);
   CHECK("page cache drained by the forced purge", h->cache_count == 0);
   return check_summary("unit_local_heap");
 }

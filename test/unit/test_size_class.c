@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "internal.h"
+#include "size_class.h"
 
 int main(void) {
   size_class_init();
@@ -47,7 +47,7 @@ int main(void) {
   int bad_page = 0;
   for (unsigned c = 0; c < MM_CLASSES; c++) {
     const size_class_t *sc = &mm_size_classes[c];
-    size_t bytes = (size_t)sc->npages << MM_PAGE_SHIFT;
+    size_t bytes = (size_t)sc->ndatablocks << MM_DATABLOCK_SHIFT;
     if (sc->capacity < 8 || (bytes - (size_t)sc->capacity * sc->size) * 32 > bytes) bad_page++;
   }
   CHECK("pages hold >= 8 blocks and waste <= 1/32", bad_page == 0);
@@ -58,7 +58,7 @@ int main(void) {
   int bad_magic = 0;
   for (unsigned c = 0; c < MM_CLASSES; c++) {
     const size_class_t *sc = &mm_size_classes[c];
-    uint64_t bytes = (uint64_t)sc->npages << MM_PAGE_SHIFT;
+    uint64_t bytes = (uint64_t)sc->ndatablocks << MM_DATABLOCK_SHIFT;
     for (uint64_t off = 0; off < bytes; off++)
       if ((off * sc->magic < sc->magic) != (off % sc->size == 0)) bad_magic++;
     for (uint64_t off = bytes; off < ((uint64_t)1 << 32); off += 65537 + c)
@@ -68,7 +68,7 @@ int main(void) {
 
   /* Aligned classes: blocks aligned (size multiple of the alignment). */
   int bad_aligned = 0;
-  for (size_t align = 32; align <= MM_PAGE_SIZE; align *= 2)
+  for (size_t align = 32; align <= MM_DATABLOCK_SIZE; align *= 2)
     for (size_t n = 1; n <= MM_SMALL_MAX; n += 97) {
       unsigned c = size_class_aligned(n, align);
       if (c == MM_CLASSES) continue;

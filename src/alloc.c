@@ -1,0 +1,158 @@
+/* alloc.c — the malloc slow paths: medium sizes, a class whose current page
+ * ran out, large and huge blocks, aligned and zeroed allocation, and the
+ * checked modes.
+ *
+ * Layer: slow paths (the call tree is at the top of thread_heap.h).
+ *
+ * Locking: everything that changes the thread heap's lists runs under its
+ * lock (alloc_class, under alloc_any); large and huge blocks are allocated
+ * after it is released, so that they wait for local heap locks only (and
+ * under address-space pressure for every local heap in turn).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "remote.h"
+
+#if MM_VALGRIND
+#include <valgrind/memcheck.h>
+#endif
+
+/* A block of class c from th's pages (th's lock held): the first page of
+ * the queue that can be refilled (local frees, then fresh blocks), pages
+ * with nothing left going to the full list on the way; else a new page. */
+static void *alloc_class(thread_heap_t *th, unsigned c) {
+  mm_assert_internal(thread_heap_locked(th) && c < MM_CLASSES);
+  extent_list_t *q = &th->queue[c];
+  extent_t *head = q->first;
+  extent_t *page = head;
+  while (page) {
+    extent_t *next = page->next;
+    if (page_refill(page)) {
+      if (page != q->first) {
+        extent_list_remove(q, page);
+        extent_list_push_front(q, page);
+      }
+      if (page != head) thread_heap_direct_update(th, c); /* direct[] names the head */
+      return page_pop(page);
+    }
+    /* No free block and nothing left to carve: off to the full list. */
+    extent_list_remove(q, page);
+    extent_list_push_front(&th->full, page);
+    page_set_full(page, th->tid, true);
+    page = next;
+  }
+  page = thread_heap_new_page(th, c);
+  if (!page) {
+    thread_heap_direct_update(th, c);
+    errno = ENOMEM;
+    return NULL;
+  }
+  extent_list_push_front(q, page);
+  thread_heap_direct_update(th, c);
+  page_refill(page);
+  return page_pop(page);
+}
+
+/* A block above the small classes (or too aligned for them): a large
+ * extent, or a huge mapping.  No thread heap lock needed. */
+void *thread_heap_alloc_big(thread_heap_t *th, size_t size, size_t align, bool zero, bool room) {
+  if (size > PTRDIFF_MAX) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (size >= MM_HUGE_MIN || align > MM_SLOT_SIZE / 8)
+    return local_heap_alloc_huge(th->local, size, align, zero);
+  return local_heap_alloc_large(th->local, size, align, zero, room);
+}
+
+/* Any allocation, once th is known: small classes (aligned ones when
+ * align > 16) under th's lock, after the beat; large and huge blocks after
+ * it is released. */
+static void *alloc_any(thread_heap_t *th, size_t size, size_t align, bool zero) {
+  thread_heap_lock(th);
+  thread_heap_check_all(th);
+  thread_heap_beat(th);
+  if (size <= MM_SMALL_MAX && align <= MM_DATABLOCK_SIZE) {
+    unsigned c = align > 16 ? size_class_aligned(size, align) : size_class_of(size);
+    if (c < MM_CLASSES) {
+      void *p = alloc_class(th, c);
+      thread_heap_check_all(th);
+      thread_heap_unlock(th);
+      if (p && zero) memset(p, 0, size);
+      return p;
+    }
+  }
+  thread_heap_unlock(th);
+  return thread_heap_alloc_big(th, size ? size : 1, align, zero, false);
+}
+
+/* The checked modes (mm_slow_only): every allocation comes here.  Under
+ * valgrind, each block is reported to memcheck, with mm_vg_rz no-access
+ * bytes after it (a read past the end is reported as it is on glibc). */
+static MM_NOINLINE void *alloc_checked(thread_heap_t *th, size_t size, size_t align, bool zero) {
+  if (size > PTRDIFF_MAX - mm_vg_rz) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  void *p = alloc_any(th, size + mm_vg_rz, align, zero);
+#if MM_VALGRIND
+  if (p && mm_vg_rz) {
+    extent_t *e = thread_heap_lookup(p, "malloc"); /* huge blocks too */
+    size_t room = e->kind == MM_EXTENT_PAGE ? e->block_size : extent_usable(e);
+    VALGRIND_MAKE_MEM_NOACCESS(p, room);
+    VALGRIND_MALLOCLIKE_BLOCK(p, size, 0, zero);
+  }
+#endif
+  return p;
+}
+
+/* Sizes above MM_DIRECT_MAX, from the fast path: the first page of the
+ * class has a free block (no lock: the owner's own page, as on the fast
+ * path), else a slow path, told the class. */
+void *thread_heap_malloc_medium(thread_heap_t *th, size_t size) {
+  if (likely(size <= MM_SMALL_MAX && !mm_slow_only)) {
+    unsigned c = size_class_of_slow(size);
+    extent_t *page = th->queue[c].first;
+    if (likely(page != NULL)) {
+      block_t *b = page->free;
+      if (likely(b != NULL)) return page_take_block(page, b, b->next);
+    }
+    if (likely(th != &mm_heap_empty)) return thread_heap_alloc_class_slow(th, c);
+  }
+  return thread_heap_malloc_slow(th, size);
+}
+
+/* A block of class c, whose first page had none (medium sizes). */
+MM_SLOW_PATH void *thread_heap_alloc_class_slow(thread_heap_t *th, unsigned c) {
+  thread_heap_lock(th);
+  thread_heap_check_all(th);
+  thread_heap_beat(th);
+  void *p = alloc_class(th, c);
+  thread_heap_check_all(th);
+  thread_heap_unlock(th);
+  return p;
+}
+
+MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
+  if (unlikely(th == &mm_heap_empty)) {
+    th = thread_heap_init_current();
+    if (!th) {
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  if (unlikely(mm_slow_only)) return alloc_checked(th, size, 0, false);
+  return alloc_any(th, size, 0, false);
+}
+
+/* Allocation with an alignment above 16 (or zeroed large memory). */
+void *thread_heap_malloc_aligned(size_t size, size_t align, bool zero) {
+  thread_heap_t *th = thread_heap_current();
+  if (!th) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mm_slow_only ? alloc_checked(th, size, align, zero) : alloc_any(th, size, align, zero);
+}

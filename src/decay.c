@@ -1,0 +1,127 @@
+/* decay.c — memory that goes back to the OS: the dirty accounting of free
+ * extents, the purge schedule, and the purge.
+ *
+ * Layer: local heap.
+ *
+ * An extent freed into a heap is dirty (its datablocks may be resident);
+ * once it has been idle for the purge delay its datablocks go back to the
+ * OS (MADV_DONTNEED) and it reads as zero.  Purges are batched per heap: a
+ * heap purges at most once per delay, everything that is due then, and
+ * whatever is not due yet waits for the next one.  Any thread's heartbeat
+ * purges whatever heap is due (local_heap_purge_due), so memory comes back
+ * even if the threads that freed it went idle; mm_collect purges all now.
+ * Cached page blocks and cached huge mappings follow the same delay.
+ *
+ * Invariants (local_heap.h; local_heap_check.c checks them):
+ *   dirty_datablocks == the sum of `dirty` over FREE and cached page blocks;
+ *   anything dirty or cached => xpurge_at != 0.
+ */
+#include "local_heap_parts.h"
+
+/* ---- dirty accounting and the schedule ------------------------------------------ */
+
+void decay_schedule(local_heap_t *h, uint32_t freed_at) {
+  mm_assert_internal(local_heap_locked(h));
+  if (atomic_load_relaxed(&h->xpurge_at) == 0) {
+    uint32_t due = freed_at + (uint32_t)option_live(&options.purge_delay_ms);
+    atomic_store_relaxed(&h->xpurge_at, ((uint64_t)1 << 32) | due);
+  }
+}
+
+void decay_dirty_add(local_heap_t *h, extent_t *e, uint32_t now) {
+  mm_assert_internal(local_heap_locked(h) && !e->next && !e->prev);
+  e->flags &= MM_EXTENT_GUARD;
+  e->freed_at = now;
+  e->dirty = (uint32_t)e->node.ndatablocks;
+  h->dirty_datablocks += e->dirty;
+  decay_schedule(h, now);
+}
+
+void decay_set_dirty(local_heap_t *h, extent_t *e, size_t dirty) {
+  mm_assert_internal(local_heap_locked(h) && dirty <= e->node.ndatablocks);
+  mm_assert_internal(h->dirty_datablocks >= e->dirty);
+  h->dirty_datablocks = h->dirty_datablocks - e->dirty + dirty;
+  e->dirty = (uint32_t)dirty;
+}
+
+/* ---- purging -------------------------------------------------------------------- */
+
+typedef struct purge_walk_s {
+  local_heap_t *h;
+  uint32_t now, delay;
+  bool force;
+  bool dirty_left; /* some dirty memory is not yet idle long enough */
+} purge_walk_t;
+
+static bool purge_visit(itree_node_t *node, void *arg) {
+  purge_walk_t *w = arg;
+  extent_t *e = extent_of_node(node);
+  if (!e->dirty) return true;
+  if (!w->force && !time_reached(w->now, e->freed_at + w->delay)) {
+    w->dirty_left = true;
+    return true;
+  }
+  slot_t *slot = slot_of_extent(e);
+  uintptr_t end = extent_end(e);
+  uintptr_t committed = (uintptr_t)slot + slot->committed;
+  if (end > committed && !slot->holes) end = committed;
+  if (end > e->node.start && !os_purge((void *)e->node.start, end - e->node.start)) {
+    w->dirty_left = true; /* the OS refused: try again next time */
+    return true;
+  }
+  w->h->purged_bytes += end > e->node.start ? end - e->node.start : 0;
+  decay_set_dirty(w->h, e, 0);
+  e->flags = MM_EXTENT_ZERO;
+  return true;
+}
+
+/* Give back to the OS the free memory of h that has been idle for the purge
+ * delay (all of it when force).  Lock held.  Purges are batched: what is not
+ * yet idle long enough waits for the next purge, one delay from now, so a
+ * heap purges at most once per delay however many extents it frees. */
+void local_heap_purge(local_heap_t *h, bool force) {
+  mm_assert_internal(local_heap_locked(h));
+  purge_walk_t w = {h, os_now_ms(), (uint32_t)option_live(&options.purge_delay_ms), force, false};
+  /* Cached page blocks idle that long go back to the tree first. */
+  for (extent_t *c = h->cache.last; c;) {
+    extent_t *prev = c->prev;
+    if (force || time_reached(w.now, c->freed_at + w.delay)) page_cache_evict(h, c);
+    else w.dirty_left = true;
+    c = prev;
+  }
+  for (extent_t *c = h->huge_cache.last; c;) {
+    extent_t *prev = c->prev;
+    if (force || time_reached(w.now, c->freed_at + w.delay)) huge_cache_drop(h, c);
+    else w.dirty_left = true;
+    c = prev;
+  }
+  interval_tree_foreach(&h->tree, purge_visit, &w);
+  h->purges++;
+  atomic_store_relaxed(&h->xpurge_at,
+                       w.dirty_left ? ((uint64_t)1 << 32) | (w.now + w.delay) : 0);
+}
+
+/* Purge every heap that is due and whose lock is free right now. */
+void local_heap_purge_due(uint32_t now) {
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    local_heap_t *h = &mm_heaps[i];
+    uint64_t due = atomic_load_relaxed(&h->xpurge_at);
+    if (!due || !time_reached(now, (uint32_t)due)) continue;
+    if (!local_heap_trylock(h)) continue;
+    local_heap_purge(h, false);
+    local_heap_check(h);
+    local_heap_unlock(h);
+  }
+}
+
+/* mm_collect: every heap gives back all its free memory now. */
+void local_heap_collect_all(void) {
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    local_heap_t *h = &mm_heaps[i];
+    local_heap_lock(h);
+    local_heap_purge(h, true);
+    slots_release_empty(h, 1);
+    local_heap_check(h);
+    local_heap_unlock(h);
+  }
+}

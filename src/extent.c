@@ -1,0 +1,399 @@
+/* extent.c — free extents of a local heap: the tree they live in, insert
+ * with coalescing, carving, commit, slots, guard datablocks, and the
+ * address-space pressure relief.
+ *
+ * Layer: local heap.  Every function runs under its heap's lock.
+ *
+ * Placement: pages and new large blocks come from the lowest-addressed
+ * extent that fits (first fit): they pack at the bottom of the slots and
+ * reuse recently freed, still resident memory.  A large block that realloc
+ * has to move (it grows) is placed in the middle of the largest free extent
+ * when that is at least four times its size: the Mmalloc paper's "memory
+ * increment" ([Mmalloc] in docs/sources.md), room behind the block for the
+ * next growth to happen in place.  (Placing every large block that way, as
+ * the paper does, spreads them over the slot and touches fresh datablocks
+ * instead of reusing freed ones: RSS grew by 70% on the thread-churn test.)
+ *
+ * Invariants: the tree holds every FREE extent of the heap's slots,
+ * coalesced (no two free extents touch); a FREE extent's first and last
+ * datablock are mapped to it (coalescing finds neighbours in O(1)); an
+ * extent marked UNMAPPED is FREE and lies in a slot with holes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+
+#include "local_heap_parts.h"
+
+/* ---- guard datablocks (secure mode) -----------------------------------------
+ * A page block or large block carries one more datablock than it needs,
+ * made a guard, so that running off its end faults instead of reaching the
+ * next block.  The guard goes when the extent returns to the tree. */
+
+bool extent_guard(extent_t *e) {
+  if (!options.secure) return true;
+  if (!os_guard((void *)(extent_end(e) - MM_DATABLOCK_SIZE), MM_DATABLOCK_SIZE, true)) return false;
+  e->flags |= MM_EXTENT_GUARD;
+  return true;
+}
+
+static void extent_unguard(extent_t *e) {
+  if (e->flags & MM_EXTENT_GUARD) {
+    os_guard((void *)(extent_end(e) - MM_DATABLOCK_SIZE), MM_DATABLOCK_SIZE, false);
+    e->flags &= (uint8_t)~MM_EXTENT_GUARD;
+  }
+}
+
+/* Datablocks for a block that needs n of them (one more for the guard). */
+size_t guarded_datablocks(size_t n) { return n + (options.secure ? 1 : 0); }
+
+/* ---- free extents: insert with coalescing, carve --------------------------- */
+
+/* Make e (out of any list, not in the tree) a FREE extent of h, merged with
+ * free neighbours.  e's flags, freed_at and dirty must be set (and dirty
+ * counted in dirty_datablocks).  Returns the extent that now holds e's datablocks. */
+extent_t *extent_insert_free(local_heap_t *h, extent_t *e) {
+  mm_assert_internal(local_heap_locked(h));
+  mm_assert_internal(e->kind != MM_EXTENT_FREE && !e->next && !e->prev);
+  extent_unguard(e);
+  slot_t *slot = slot_of_extent(e);
+  uintptr_t start = e->node.start, end = extent_end(e);
+  extent_t *left = NULL, *right = NULL;
+  if (start > slot_data_start(slot)) {
+    left = region_extent_at(slot, start - MM_DATABLOCK_SIZE);
+    if (left && left->kind != MM_EXTENT_FREE) left = NULL;
+  }
+  if (end < (uintptr_t)slot + slot->size) {
+    right = region_extent_at(slot, end);
+    if (right && right->kind != MM_EXTENT_FREE) right = NULL;
+  }
+  e->kind = MM_EXTENT_FREE;
+  if (!left && !right) {
+    interval_tree_insert(&h->tree, &e->node);
+    region_map_ends(e);
+    return e;
+  }
+  /* Merge: the dirty counts add up, zero only if all parts are, freed when
+   * the newest dirty part was (so no part is purged before its delay). */
+  extent_t *parts[3] = {left, e, right};
+  size_t total = 0, dirty = 0;
+  uint8_t zero = MM_EXTENT_ZERO;
+  uint32_t newest = 0;
+  bool have_time = false;
+  for (int i = 0; i < 3; i++) {
+    extent_t *p = parts[i];
+    if (!p) continue;
+    total += p->node.ndatablocks;
+    if (p->dirty) {
+      dirty += p->dirty;
+      if (!have_time || (int32_t)(p->freed_at - newest) > 0) newest = p->freed_at;
+      have_time = true;
+    }
+    zero &= p->flags;
+  }
+  /* A part whose address space was given back makes the whole merged
+   * extent unmapped: the others are unmapped too (they are free). */
+  bool unmapped = false;
+  for (int i = 0; i < 3; i++)
+    if (parts[i] && (parts[i]->flags & MM_EXTENT_UNMAPPED)) unmapped = true;
+  if (unmapped)
+    for (int i = 0; i < 3; i++) {
+      extent_t *p = parts[i];
+      if (!p || (p->flags & MM_EXTENT_UNMAPPED)) continue;
+      os_release((void *)p->node.start, p->node.ndatablocks << MM_DATABLOCK_SHIFT);
+      dirty -= p->dirty;
+      decay_set_dirty(h, p, 0);
+    }
+  extent_t *keep;
+  if (left) {
+    keep = left;
+    if (right) {
+      interval_tree_remove(&h->tree, &right->node);
+      region_extent_delete(slot, right);
+    }
+    interval_tree_resize(&h->tree, &left->node, left->node.start, total);
+  } else {
+    keep = right;
+    interval_tree_resize(&h->tree, &right->node, start, total);
+  }
+  region_extent_delete(slot, e);
+  keep->flags = unmapped ? MM_EXTENT_ZERO | MM_EXTENT_UNMAPPED : zero;
+  keep->dirty = (uint32_t)dirty; /* the parts' counts, already in dirty_datablocks */
+  if (dirty) keep->freed_at = newest;
+  region_map_ends(keep);
+  return keep;
+}
+
+/* Carve [f.start + off datablocks, + n datablocks) out of FREE extent f.  Returns the
+ * carved extent (kind unset, flags = MM_EXTENT_ZERO if its bytes are zero),
+ * or NULL when the slot has no descriptor left (nothing changed). */
+static extent_t *extent_carve(local_heap_t *h, extent_t *f, size_t off, size_t n) {
+  mm_assert_internal(f->kind == MM_EXTENT_FREE && off + n <= f->node.ndatablocks);
+  slot_t *slot = slot_of_extent(f);
+  size_t before = off, after = f->node.ndatablocks - off - n;
+  extent_t *e = f, *g = NULL;
+  if (before || after) {
+    e = region_extent_new(slot);
+    if (!e) return NULL;
+  }
+  if (before && after) {
+    g = region_extent_new(slot);
+    if (!g) {
+      region_extent_delete(slot, e);
+      return NULL;
+    }
+  }
+  uint8_t flags = f->flags;
+  uint32_t freed_at = f->freed_at;
+  size_t dirty = f->dirty;
+  uintptr_t s = f->node.start + (off << MM_DATABLOCK_SHIFT);
+  if (!before && !after) {
+    interval_tree_remove(&h->tree, &f->node);
+    decay_set_dirty(h, f, 0);
+  } else if (!before) {
+    interval_tree_resize(&h->tree, &f->node, s + (n << MM_DATABLOCK_SHIFT), after);
+    decay_set_dirty(h, f, dirty < after ? dirty : after);
+    region_map_ends(f);
+  } else {
+    interval_tree_resize(&h->tree, &f->node, f->node.start, before);
+    decay_set_dirty(h, f, dirty < before ? dirty : before);
+    region_map_ends(f);
+    if (g) {
+      g->kind = MM_EXTENT_FREE;
+      g->flags = flags;
+      g->freed_at = freed_at;
+      g->dirty = 0;
+      g->node.start = s + (n << MM_DATABLOCK_SHIFT);
+      g->node.ndatablocks = after;
+      decay_set_dirty(h, g, dirty < after ? dirty : after);
+      interval_tree_insert(&h->tree, &g->node);
+      region_map_ends(g);
+    }
+  }
+  e->node.start = s;
+  e->node.ndatablocks = n;
+  e->flags = flags & MM_EXTENT_ZERO;
+  e->dirty = 0;
+  e->next = e->prev = NULL;
+  return e;
+}
+
+/* ---- slots ------------------------------------------------------------------ */
+
+static bool slot_is_empty(slot_t *slot, extent_t **free_out) {
+  extent_t *f = region_extent_at(slot, slot_data_start(slot));
+  if (f && f->kind == MM_EXTENT_FREE && f->node.ndatablocks == region_slot_data_datablocks()) {
+    *free_out = f;
+    return true;
+  }
+  return false;
+}
+
+/* Unmap every slot of h that holds nothing, but `keep` of them.  Lock held. */
+size_t slots_release_empty(local_heap_t *h, uint32_t keep) {
+  mm_assert_internal(local_heap_locked(h));
+  size_t released = 0;
+  slot_t **link = &h->slots;
+  while (*link) {
+    slot_t *slot = *link;
+    extent_t *f;
+    if (slot_is_empty(slot, &f)) {
+      if (keep) {
+        keep--;
+      } else {
+        interval_tree_remove(&h->tree, &f->node);
+        decay_set_dirty(h, f, 0);
+        *link = slot->next;
+        h->nslots--;
+        region_slot_release(slot);
+        released++;
+        continue;
+      }
+    }
+    link = &slot->next;
+  }
+  return released;
+}
+
+/* ---- address-space pressure ------------------------------------------------
+ * When the OS refuses to reserve or commit (an RLIMIT_AS, a full address
+ * space, an exhausted commit limit), free memory gives its address space
+ * back: empty slots are unmapped, and so is every free extent of 64 KiB or
+ * more, in place (MM_EXTENT_UNMAPPED: it keeps its place in the tree and is
+ * mapped again, piece by piece, when an allocation takes it).  So freed
+ * memory is reusable even by a block bigger than a slot. */
+
+typedef struct unmap_walk_s {
+  local_heap_t *h;
+  size_t bytes;
+} unmap_walk_t;
+
+static bool unmap_visit(itree_node_t *node, void *arg) {
+  unmap_walk_t *w = arg;
+  extent_t *e = extent_of_node(node);
+  if ((e->flags & MM_EXTENT_UNMAPPED) || e->node.ndatablocks < 16) return true;
+  os_release((void *)e->node.start, e->node.ndatablocks << MM_DATABLOCK_SHIFT);
+  decay_set_dirty(w->h, e, 0);
+  e->flags = MM_EXTENT_ZERO | MM_EXTENT_UNMAPPED;
+  slot_of_extent(e)->holes = 1;
+  w->bytes += e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  return true;
+}
+
+/* Lock held.  Bytes of address space given back. */
+static size_t give_back_address_space(local_heap_t *h) {
+  mm_assert_internal(local_heap_locked(h));
+  size_t slots = slots_release_empty(h, 0);
+  unmap_walk_t w = {h, slots * MM_SLOT_SIZE};
+  /* the page cache first: its blocks go to the tree (and out with it) */
+  while (h->cache.last) page_cache_evict(h, h->cache.last);
+  interval_tree_foreach(&h->tree, unmap_visit, &w);
+  return w.bytes;
+}
+
+/* Every heap gives back its address space: `self` (whose lock the caller
+ * holds, or NULL: then every heap, waiting for each lock in turn, holding
+ * one at a time), the others if their lock is free right now.  Also the
+ * cached huge mappings. */
+size_t pressure_relieve(local_heap_t *self) {
+  mm_assert_internal(!self || local_heap_locked(self));
+  size_t bytes = 0;
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    local_heap_t *o = &mm_heaps[i];
+    if (o != self) {
+      if (self) {
+        if (!local_heap_trylock(o)) continue;
+      } else {
+        local_heap_lock(o);
+      }
+    }
+    bytes += huge_cache_drop_all(o);
+    bytes += give_back_address_space(o);
+    if (o != self) local_heap_unlock(o);
+  }
+  return bytes;
+}
+
+/* A new slot for h, its data area inserted in the tree.  When the OS
+ * refuses, relieve the pressure and try once more. */
+static extent_t *heap_grow(local_heap_t *h) {
+  extent_t *f;
+  slot_t *slot = region_slot_new(h->index, &f);
+  if (!slot) {
+    if (pressure_relieve(h)) slot = region_slot_new(h->index, &f);
+    if (!slot) return NULL;
+  }
+  slot->next = h->slots;
+  h->slots = slot;
+  h->nslots++;
+  interval_tree_insert(&h->tree, &f->node);
+  return f;
+}
+
+/* Make [start, start + n datablocks) of slot read-write: the slot's committed
+ * prefix grows to cover it (few mprotect calls, two mappings per slot), or,
+ * in a slot with holes, exactly that range.  No pressure relief here: that
+ * may unmap the very extent (or slot) being carved, so the caller relieves
+ * and searches again. */
+static bool extent_commit(slot_t *slot, uintptr_t start, size_t n) {
+  return slot->holes ? os_commit((void *)start, n << MM_DATABLOCK_SHIFT)
+                     : region_commit_to(slot, start + (n << MM_DATABLOCK_SHIFT));
+}
+
+/* An extent of n datablocks aligned to align_datablocks, carved from h's
+ * free space and committed.  room: place it with room behind to grow into.  Lock held.
+ * NULL with errno ENOMEM when there is no address space or commit charge. */
+extent_t *extent_alloc(local_heap_t *h, size_t n, size_t align_datablocks, bool room) {
+  mm_assert_internal(local_heap_locked(h));
+  size_t need = n + align_datablocks - 1;
+  if (need > region_slot_data_datablocks()) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  bool relieved = false;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    itree_node_t *node = NULL;
+    if (room && align_datablocks == 1) {
+      node = interval_tree_largest(&h->tree);
+      if (node && node->ndatablocks < 4 * n) node = NULL;
+    }
+    bool middle = node != NULL;
+    if (!node) node = interval_tree_first_fit(&h->tree, need);
+    if (!node) {
+      extent_t *f = heap_grow(h);
+      if (!f) {
+        errno = ENOMEM;
+        return NULL;
+      }
+      node = &f->node;
+      middle = room && align_datablocks == 1 && node->ndatablocks >= 4 * n;
+    }
+    extent_t *f = extent_of_node(node);
+    size_t off = middle ? (f->node.ndatablocks - n) / 2 : 0;
+    if (align_datablocks > 1) {
+      uintptr_t a = (uintptr_t)align_datablocks << MM_DATABLOCK_SHIFT;
+      uintptr_t s = (f->node.start + a - 1) & ~(a - 1);
+      off = (s - f->node.start) >> MM_DATABLOCK_SHIFT;
+    }
+    slot_t *slot = slot_of_extent(f);
+    if (f->flags & MM_EXTENT_UNMAPPED) {
+      if (off && align_datablocks == 1) off = 0; /* keep the rest in one piece */
+      void *s = (void *)(f->node.start + (off << MM_DATABLOCK_SHIFT));
+      size_t bytes = n << MM_DATABLOCK_SHIFT;
+      if (!os_reserve_at(s, bytes)) {
+        if (errno == EEXIST) { /* another mapping took the hole: lose it */
+          interval_tree_remove(&h->tree, &f->node);
+          decay_set_dirty(h, f, 0);
+          region_extent_delete(slot, f);
+          attempt--;
+          continue;
+        }
+        errno = ENOMEM;
+        return NULL;
+      }
+      if (!os_commit(s, bytes)) {
+        os_release(s, bytes);
+        errno = ENOMEM;
+        return NULL;
+      }
+    } else if (!extent_commit(slot, f->node.start + (off << MM_DATABLOCK_SHIFT), n)) {
+      /* Relieving the pressure may unmap f, or its whole slot: search again. */
+      if (!relieved && pressure_relieve(h)) {
+        relieved = true;
+        attempt--;
+        continue;
+      }
+      errno = ENOMEM;
+      return NULL;
+    }
+    extent_t *e = extent_carve(h, f, off, n);
+    if (!e && off && align_datablocks == 1 && !(f->flags & MM_EXTENT_UNMAPPED))
+      e = extent_carve(h, f, 0, n);
+    if (e) return e;
+    if (f->flags & MM_EXTENT_UNMAPPED)
+      os_release((void *)(f->node.start + (off << MM_DATABLOCK_SHIFT)), n << MM_DATABLOCK_SHIFT);
+    /* This slot is out of descriptors: take a fresh slot and retry there. */
+    if (!heap_grow(h)) break;
+  }
+  errno = ENOMEM;
+  return NULL;
+}
+
+/* Make [end, end + more datablocks) of the free extent r usable for a block
+ * growing into it.  r's address space may have been given back (unmapped in
+ * place under pressure): map it again.  In a slot with holes the watermark
+ * says nothing, so commit the exact range.  False leaves everything as it
+ * was (realloc then moves the block).  Lock held. */
+bool extent_grow_commit(slot_t *slot, extent_t *r, uintptr_t end, size_t more) {
+  void *p = (void *)end;
+  size_t bytes = more << MM_DATABLOCK_SHIFT;
+  if (r->flags & MM_EXTENT_UNMAPPED) {
+    if (!os_reserve_at(p, bytes)) return false;
+    if (!os_commit(p, bytes)) {
+      os_release(p, bytes);
+      return false;
+    }
+    return true;
+  }
+  return slot->holes ? os_commit(p, bytes) : region_commit_to(slot, end + bytes);
+}
+

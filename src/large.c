@@ -1,0 +1,256 @@
+/* large.c — blocks handed to the user whole: large blocks (LARGE extents
+ * of a local heap's tree, above MM_SMALL_MAX) and huge blocks (above
+ * MM_HUGE_MIN, mappings of their own) with the cache of freed huge
+ * mappings.
+ *
+ * Layer: local heap.
+ *
+ * A large block is placed by first fit, or with room behind it when it is
+ * growing (extent.c); realloc grows it in place into the free extent right
+ * behind it and shrinks it by giving the tail back.  A freed huge mapping
+ * waits in its heap's huge cache for the purge delay, so that a program
+ * that frees a 60 MiB buffer and allocates another reuses its resident
+ * memory instead of faulting in fresh pages.
+ *
+ * Invariants: a LARGE extent is on no list; huge_cache holds at most
+ * MM_HUGE_CACHE_MAX CACHED huge mappings of this heap, newest first.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "local_heap_parts.h"
+
+/* ---- large blocks ---------------------------------------------------------------- */
+
+/* A LARGE block of size bytes.  room: the block is growing (realloc moved
+ * it): place it with room behind.  Otherwise first fit, which reuses the
+ * lowest (and most likely resident) free memory. */
+void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero, bool room) {
+  size_t n = guarded_datablocks((size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT);
+  size_t align_datablocks = align > MM_DATABLOCK_SIZE ? align >> MM_DATABLOCK_SHIFT : 1;
+  local_heap_lock(h);
+  local_heap_check(h);
+  extent_t *e = extent_alloc(h, n, align_datablocks, room);
+  if (e) {
+    e->kind = MM_EXTENT_LARGE;
+    region_map_ends(e);
+    bool was_zero = e->flags & MM_EXTENT_ZERO;
+    if (!extent_guard(e)) {
+      decay_dirty_add(h, e, os_now_ms());
+      extent_insert_free(h, e);
+      e = NULL;
+      errno = ENOMEM;
+    } else {
+      if (was_zero) e->flags |= MM_EXTENT_ZERO;
+      h->large_allocs++;
+      h->large_live_bytes += n << MM_DATABLOCK_SHIFT;
+    }
+  }
+  local_heap_check(h);
+  local_heap_unlock(h);
+  if (!e) return NULL;
+  void *p = (void *)e->node.start;
+  size_t bytes = (n - (options.secure ? 1 : 0)) << MM_DATABLOCK_SHIFT;
+  if (zero && !(e->flags & MM_EXTENT_ZERO)) {
+    /* Big blocks are zeroed by the kernel (and lose their stale datablocks);
+     * small ones by memset, cheaper than faulting them in again. */
+    if (bytes < ((size_t)1 << 20) || !os_purge(p, bytes)) memset(p, 0, bytes);
+  }
+  e->flags &= MM_EXTENT_GUARD;
+  if (option_live(&options.hugepages) == 2 && bytes >= ((size_t)8 << 20)) os_hugepages(p, bytes, true);
+  return p;
+}
+
+/* Free a LARGE extent.  The caller checked it without the lock; a racing
+ * double free is caught here. */
+void local_heap_free_large(extent_t *e) {
+  local_heap_t *h = local_heap_of_extent(e);
+  uintptr_t start = e->node.start;
+  uint32_t now = os_now_ms();
+  local_heap_lock(h);
+  local_heap_check(h);
+  if (e->kind != MM_EXTENT_LARGE) {
+    local_heap_unlock(h);
+    os_fatal("mmalloc: free(): double free of %p\n", (void *)start);
+  }
+  h->large_frees++;
+  h->large_live_bytes -= e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  decay_dirty_add(h, e, now);
+  extent_insert_free(h, e);
+  uint64_t due = atomic_load_relaxed(&h->xpurge_at);
+  if (due && time_reached(now, (uint32_t)due)) local_heap_purge(h, false);
+  local_heap_check(h);
+  local_heap_unlock(h);
+}
+
+/* Resize a LARGE extent in place to hold size bytes: shrink by giving the
+ * tail back, grow by taking the free extent right behind it.  False when it
+ * cannot grow in place (nothing changed). */
+bool local_heap_resize_large(extent_t *e, size_t size) {
+  if (e->flags & MM_EXTENT_GUARD) return false; /* secure mode: realloc moves */
+  local_heap_t *h = local_heap_of_extent(e);
+  slot_t *slot = slot_of_extent(e);
+  size_t n = (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
+  bool ok = false;
+  local_heap_lock(h);
+  local_heap_check(h);
+  size_t old = e->node.ndatablocks;
+  if (n == old) {
+    ok = true;
+  } else if (n < old) {
+    extent_t *t = region_extent_new(slot);
+    if (t) {
+      t->node.start = e->node.start + (n << MM_DATABLOCK_SHIFT);
+      t->node.ndatablocks = old - n;
+      e->node.ndatablocks = n;
+      region_map_ends(e);
+      h->large_live_bytes -= (old - n) << MM_DATABLOCK_SHIFT;
+      decay_dirty_add(h, t, os_now_ms());
+      extent_insert_free(h, t);
+    }
+    ok = true; /* without a descriptor the block just keeps its tail */
+  } else {
+    uintptr_t end = extent_end(e);
+    extent_t *r = end < (uintptr_t)slot + slot->size ? region_extent_at(slot, end) : NULL;
+    size_t more = n - old;
+    if (r && r->kind == MM_EXTENT_FREE && r->node.ndatablocks >= more &&
+        extent_grow_commit(slot, r, end, more)) {
+      if (r->node.ndatablocks == more) {
+        interval_tree_remove(&h->tree, &r->node);
+        decay_set_dirty(h, r, 0);
+        region_extent_delete(slot, r);
+      } else {
+        size_t left_over = r->node.ndatablocks - more;
+        interval_tree_resize(&h->tree, &r->node, end + (more << MM_DATABLOCK_SHIFT), left_over);
+        if (r->dirty > left_over) decay_set_dirty(h, r, left_over);
+        region_map_ends(r);
+      }
+      e->node.ndatablocks = n;
+      region_map_ends(e);
+      h->large_live_bytes += more << MM_DATABLOCK_SHIFT;
+      h->realloc_in_place++;
+      ok = true;
+    }
+  }
+  local_heap_check(h);
+  local_heap_unlock(h);
+  return ok;
+}
+
+/* ---- huge blocks ------------------------------------------------------------------
+ * Their own mappings (region.c), counted here, reused from the cache of
+ * recently freed ones before a new one is mapped. */
+
+/* A cached huge mapping that can hold size bytes at this alignment (the
+ * smallest such), taken out of the cache; NULL if none.  Lock held. */
+static extent_t *huge_cache_take(local_heap_t *h, size_t size, size_t align) {
+  mm_assert_internal(local_heap_locked(h));
+  extent_t *best = NULL;
+  uintptr_t best_room = 0;
+  for (extent_t *c = h->huge_cache.first; c; c = c->next) {
+    slot_t *slot = slot_of_extent(c);
+    uintptr_t room = (uintptr_t)slot + slot->size - c->node.start;
+    if (room >= size && (c->node.start & (align - 1)) == 0 && (!best || room < best_room)) {
+      best = c;
+      best_room = room;
+    }
+  }
+  if (best) {
+    extent_list_remove(&h->huge_cache, best);
+    h->huge_cache_count--;
+    atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
+  }
+  return best;
+}
+
+/* Unmap a cached huge mapping.  Lock held. */
+void huge_cache_drop(local_heap_t *h, extent_t *c) {
+  mm_assert_internal(local_heap_locked(h) && c->kind == MM_EXTENT_CACHED);
+  extent_list_remove(&h->huge_cache, c);
+  h->huge_cache_count--;
+  atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
+  region_huge_free(c);
+}
+
+size_t huge_cache_drop_all(local_heap_t *h) {
+  size_t bytes = 0;
+  while (h->huge_cache.first) {
+    bytes += slot_of_extent(h->huge_cache.first)->size;
+    huge_cache_drop(h, h->huge_cache.first);
+  }
+  return bytes;
+}
+
+/* A huge block for h's threads.  zero: the caller needs zeroed memory (a
+ * fresh mapping is; a reused one is purged first).  The mapping is this
+ * thread's alone until it returns it: region calls need no lock. */
+void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero) {
+  if (align < MM_DATABLOCK_SIZE) align = MM_DATABLOCK_SIZE;
+  extent_t *e = NULL;
+  if (atomic_load_relaxed(&h->xhuge_cached)) {
+    local_heap_lock(h);
+    e = huge_cache_take(h, size, align);
+    local_heap_unlock(h);
+    if (e) {
+      extent_t *r = region_huge_resize(e, size, true);
+      if (!r) {
+        region_huge_free(e);
+      } else {
+        e = r;
+        e->kind = MM_EXTENT_LARGE;
+        if (zero) {
+          void *p = (void *)e->node.start;
+          size_t bytes = e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+          if (!os_purge(p, bytes)) memset(p, 0, bytes); /* it was someone's: zero it */
+        }
+      }
+      e = r;
+    }
+  }
+  if (!e) e = region_huge_new(h->index, size, align);
+  if (!e && errno == ENOMEM && pressure_relieve(NULL)) e = region_huge_new(h->index, size, align);
+  if (!e) return NULL;
+  local_heap_lock(h);
+  h->huge_allocs++;
+  h->huge_live_bytes += e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  local_heap_unlock(h);
+  return (void *)e->node.start;
+}
+
+/* A freed huge block goes to its heap's cache (the oldest entry is unmapped
+ * when the cache is full); the purge unmaps entries idle for the delay.
+ * A second free finds it CACHED and is reported. */
+void local_heap_free_huge(extent_t *e) {
+  local_heap_t *h = local_heap_of_extent(e);
+  uintptr_t start = e->node.start;
+  size_t bytes = e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  uint32_t now = os_now_ms();
+  local_heap_lock(h);
+  if (e->kind != MM_EXTENT_LARGE) {
+    local_heap_unlock(h);
+    os_fatal("mmalloc: free(): double free of %p\n", (void *)start);
+  }
+  h->huge_live_bytes -= bytes;
+  e->kind = MM_EXTENT_CACHED;
+  e->freed_at = now;
+  extent_list_push_front(&h->huge_cache, e);
+  h->huge_cache_count++;
+  atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
+  if (h->huge_cache_count > MM_HUGE_CACHE_MAX) huge_cache_drop(h, h->huge_cache.last);
+  decay_schedule(h, now);
+  local_heap_unlock(h);
+}
+
+extent_t *local_heap_resize_huge(extent_t *e, size_t size) {
+  local_heap_t *h = local_heap_of_extent(e);
+  size_t before = e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  extent_t *ne = region_huge_resize(e, size, false);
+  if (ne) {
+    local_heap_lock(h);
+    h->huge_live_bytes += (ne->node.ndatablocks << MM_DATABLOCK_SHIFT) - before;
+    local_heap_unlock(h);
+  }
+  return ne;
+}
+

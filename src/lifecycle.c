@@ -1,0 +1,237 @@
+/* lifecycle.c — the life of the process and its threads as the allocator
+ * sees it: start-up, a thread's first allocation, thread exit, mm_collect,
+ * and fork.
+ *
+ * Layer: slow paths (the call tree is at the top of thread_heap.h).
+ *
+ * Thread exit (a pthread key destructor) and fork (in the child, for every
+ * other thread's heap): thread_heap_abandon gives empty pages back and
+ * parks the others in their home local heap, where allocating threads of
+ * that heap adopt them and a thread freeing into one adopts it; the heap
+ * becomes dead and waits in its registry for the next thread.
+ *
+ * Fork.  The child has one thread, a copy of the forking one.  Before the
+ * fork (fork_prepare) the forking thread takes every lock the allocator
+ * has, lowest rank first (lock.h): every registry, every thread heap's
+ * lock, every local heap, each rank in index order.  So in the child no
+ * list is half changed: every change to a thread heap's lists, a local
+ * heap and a registry happens under one of those locks (thread_heap.h),
+ * and the child walks the other threads' lists to abandon their pages.
+ * What the owners' fast paths change without a lock (a page's free list,
+ * local_free and used; an outgoing batch) may be torn by the fork in the
+ * middle of a malloc or free of another thread: that thread does not exist
+ * in the child, so its block is neither allocated nor freed there; the
+ * page's count may be one off, which at worst keeps the page from being
+ * retired (it stays abandoned in the child): a block lost, never a block
+ * handed out twice.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include "remote.h"
+
+#if MM_VALGRIND
+#include <valgrind/memcheck.h>
+#define VG_RZ 16 /* bytes after each block that memcheck sees as no-access */
+#else
+#define VG_RZ 0
+#endif
+
+size_t mm_vg_rz;
+
+static pthread_key_t thread_key;
+static _Atomic(int) xprocess_state; /* 0 none, 1 initialising, 2 ready */
+static int cpu_count;
+
+static void thread_heap_exit_cb(void *arg);
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
+/* ---- start-up ---------------------------------------------------------------------- */
+
+/* Once per process, from the first allocation (or the library constructor).
+ * Nothing here may allocate: a recursive malloc would wait on itself.
+ * pthread_atfork may allocate, so it runs after the state says ready. */
+void thread_heap_process_init(void) {
+  if (likely(atomic_load_acquire(&xprocess_state) == 2)) return;
+  int expected = 0;
+  if (atomic_cas_strong_acq_rel(&xprocess_state, &expected, 1)) {
+    os_init();
+    options_init();
+    size_class_init();
+    mm_canary_key = (uintptr_t)os_random() | 1;
+    cpu_count = os_cpu_count();
+    /* Secure mode and valgrind switch the fast paths off: every call comes
+     * through the checked slow paths (see page.c). */
+#if MM_VALGRIND
+    mm_vg_rz = RUNNING_ON_VALGRIND ? VG_RZ : 0;
+#endif
+    mm_slow_only = options.secure || options.zero_on_free || mm_vg_rz;
+    if (options.secure) mm_list_key = (uintptr_t)os_random() | 1;
+    local_heap_init_all((uint32_t)(options.heaps > 0 ? options.heaps : cpu_count));
+    thread_heap_registry_init(mm_nheaps);
+    options.heaps = mm_nheaps;
+    pthread_key_create(&thread_key, thread_heap_exit_cb);
+    atomic_store_release(&xprocess_state, 2);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    if (options.verbose) options_print();
+  } else {
+    while (atomic_load_acquire(&xprocess_state) != 2) sched_yield();
+  }
+}
+
+/* Bind the calling thread to the local heap of its CPU (threads on
+ * neighbouring CPUs share one when there are fewer heaps than CPUs). */
+MM_NOINLINE thread_heap_t *thread_heap_init_current(void) {
+  thread_heap_process_init();
+  unsigned cpu = (unsigned)os_current_cpu() % (unsigned)cpu_count;
+  unsigned idx = (unsigned)((uint64_t)cpu * mm_nheaps / (unsigned)cpu_count);
+  local_heap_t *lh = &mm_heaps[idx % mm_nheaps];
+  thread_heap_t *th = thread_heap_create(lh);
+  if (!th) return NULL;
+  thread_heap_lock(th); /* a taker may still be at its previous thread's inbox */
+  thread_heap_init_fresh(th, lh);
+  thread_heap_unlock(th);
+  mm_thread_heap = th;
+  pthread_setspecific(thread_key, th); /* after the TLS: it may allocate */
+  return th;
+}
+
+thread_heap_t *thread_heap_current(void) {
+  thread_heap_t *th = mm_thread_heap;
+  if (unlikely(th == &mm_heap_empty)) th = thread_heap_init_current();
+  return th;
+}
+
+/* ---- thread exit ------------------------------------------------------------------- */
+
+/* Give every page of th back to its local heap: empty ones to the page
+ * cache, the others parked as abandoned; what waits in th's inbox and
+ * batches goes where it belongs.  th's lock held; th's registry then
+ * marks it dead (thread_heap_mark_dead, without th's lock). */
+void thread_heap_abandon(thread_heap_t *th) {
+  mm_assert_internal(thread_heap_locked(th));
+  thread_heap_quarantine_drain(th, 0);
+  remote_take_inbox(th); /* every lane, not only when lane 0 says so */
+  remote_flush_all(th);
+  for (unsigned c = 0; c < MM_CLASSES; c++) {
+    extent_t *page;
+    while ((page = th->queue[c].first) != NULL) {
+      extent_list_remove(&th->queue[c], page);
+      if (page->used == 0) thread_heap_retire_page(page);
+      else thread_heap_abandon_page(page);
+    }
+  }
+  extent_t *page;
+  while ((page = th->full.first) != NULL) {
+    extent_list_remove(&th->full, page);
+    thread_heap_abandon_page(page);
+  }
+  for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++) th->direct[k] = &mm_page_empty;
+}
+
+static void thread_heap_exit_cb(void *arg) {
+  thread_heap_t *th = arg;
+  mm_thread_heap = th; /* other destructors may have run before us */
+  thread_heap_lock(th);
+  thread_heap_check_all(th);
+  thread_heap_abandon(th);
+  thread_heap_unlock(th);
+  thread_heap_mark_dead(th);
+  mm_thread_heap = &mm_heap_empty;
+}
+
+/* ---- mm_collect ---------------------------------------------------------------------- */
+
+/* This thread's pending frees and empty pages, what reached dead heaps'
+ * inboxes, then every local heap's free memory, back to the OS now. */
+void thread_heap_collect(void) {
+  thread_heap_t *th = thread_heap_current();
+  if (th) {
+    block_t *dead[MM_MAX_HEAPS];
+    for (uint32_t i = 0; i < mm_nheaps; i++) dead[i] = remote_dead_take(i, false);
+    thread_heap_lock(th);
+    thread_heap_quarantine_drain(th, 0);
+    remote_take_inbox(th); /* every lane, not only when lane 0 says so */
+    for (uint32_t i = 0; i < mm_nheaps; i++) remote_free_chain(th, dead[i]);
+    remote_flush_all(th);
+    for (unsigned c = 0; c < MM_CLASSES; c++) {
+      extent_t *page = th->queue[c].first;
+      if (page && page->used == 0) {
+        extent_list_remove(&th->queue[c], page);
+        thread_heap_direct_update(th, c);
+        thread_heap_retire_page(page);
+      }
+    }
+    thread_heap_check_all(th);
+    thread_heap_unlock(th);
+  }
+  local_heap_collect_all();
+}
+
+/* ---- fork --------------------------------------------------------------------------- */
+
+static void lock_one(thread_heap_t *th, void *arg) {
+  (void)arg;
+  spin_lock_ordered(&th->lock);
+}
+
+static void unlock_one(thread_heap_t *th, void *arg) {
+  (void)arg;
+  thread_heap_unlock(th);
+}
+
+static void fork_prepare(void) {
+  thread_heap_registry_lock_all();
+  thread_heap_foreach(lock_one, NULL);
+  local_heap_fork_prepare();
+}
+
+static void fork_parent(void) {
+  local_heap_fork_parent();
+  thread_heap_foreach(unlock_one, NULL);
+  thread_heap_registry_unlock_all();
+}
+
+/* In the child: every lock is free again (the locks of the threads that
+ * are not here too), then every other thread's heap is abandoned, so that
+ * the child can free and reuse their memory. */
+static void reset_one(thread_heap_t *th, void *arg) {
+  (void)arg;
+  spin_reset(&th->lock);
+}
+
+static void abandon_other(thread_heap_t *th, void *self) {
+  if (th == self || th->state != MM_THREAD_LIVE) return;
+  mm_thread_heap = th;
+  thread_heap_lock(th);
+  thread_heap_abandon(th);
+  thread_heap_unlock(th);
+  thread_heap_mark_dead(th);
+}
+
+static void fork_child(void) {
+  local_heap_fork_child();
+  thread_heap_registry_reinit_all();
+  thread_heap_foreach(reset_one, NULL);
+  witness_forget_all();
+  thread_heap_t *self = mm_thread_heap;
+  thread_heap_foreach(abandon_other, self);
+  mm_thread_heap = self;
+  /* MM_DEBUG 3: the forking thread's heap, and every local heap (the other
+   * threads' heaps are not checked: a fast path they were in may have left
+   * a page's count one off, as said at the top) */
+  if (self != &mm_heap_empty) {
+    thread_heap_lock(self);
+    thread_heap_check_all(self);
+    thread_heap_unlock(self);
+  }
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    local_heap_lock(&mm_heaps[i]);
+    MM_CHECK(3, "local heap", local_heap_is_valid, &mm_heaps[i]);
+    local_heap_unlock(&mm_heaps[i]);
+  }
+}

@@ -1,0 +1,151 @@
+/* local_heap.h — the C local heaps: what the layers above may ask of them.
+ *
+ * Layer: local heap (above region; below the page and thread heap layers).
+ * The layer's files:
+ *   local_heap.c        the heaps themselves: start-up, locks, metadata
+ *                       memory, fork
+ *   extent.c            free extents: the tree, insert and coalesce, carve,
+ *                       commit, slots, address-space pressure
+ *   page_market.c       page blocks for thread heaps: the page cache,
+ *                       borrowing from other heaps, abandoned pages
+ *   large.c             large blocks (extents of the tree) and huge blocks
+ *                       (own mappings) with their cache
+ *   decay.c             dirty accounting and purging
+ *   local_heap_check.c  the checker
+ * local_heap_parts.h declares what they share; nothing above includes it.
+ *
+ * There is no global heap.  A local heap owns slots of address space; every
+ * extent of its slots is FREE (in its tree), a PAGE (lent to a thread heap,
+ * or abandoned here when that thread exited or went idle), LARGE (a user
+ * block), or CACHED (a free page block kept for quick reuse).  Memory freed
+ * into a local heap stays in that heap's slots: a block always goes home,
+ * to the heap whose slot holds it, whichever thread frees it.
+ *
+ * This layer never reads or writes a page's owner or its free lists: the
+ * page and thread heap layers do that, holding this layer's lock where the
+ * rule says so (local_heap_lock, and the _locked calls below).
+ */
+#ifndef MM_LOCAL_HEAP_H
+#define MM_LOCAL_HEAP_H
+
+#include "lock.h"
+#include "region.h"
+
+MM_HIDDEN_BEGIN
+
+/* A local heap.  Everything is guarded by `lock` except the x fields.
+ *
+ * Invariants (under lock; local_heap_check.c checks them all):
+ *   the tree holds every FREE extent of the heap's slots, coalesced: no two
+ *   free extents touch;
+ *   dirty_datablocks == sum of dirty over FREE and CACHED page-block
+ *   extents (an upper bound on their resident datablocks: a freed extent
+ *   counts whole, a merge adds, a carve gives each part at most its size);
+ *   purge schedule: if anything waits for the purge (dirty_datablocks > 0,
+ *   a cached page block, or a cached huge mapping) then xpurge_at != 0, and
+ *   its deadline is at most one purge delay after the newest of them was
+ *   freed; xpurge_at may stay set after all of it went (a purge then finds
+ *   nothing and clears it);
+ *   every extent of the heap's slots is on exactly one of: the tree (FREE),
+ *   cache (CACHED), abandoned[its class] (a PAGE without owner), a thread
+ *   heap's lists (a PAGE with an owner), or none (LARGE); huge_cache holds
+ *   CACHED huge mappings, each on no other list;
+ *   bit c of xabandoned_classes == (abandoned[c] is not empty); xcached ==
+ *   cache_count; xhuge_cached == huge_cache_count. */
+typedef struct local_heap_s {
+  mm_mutex_t lock;
+  uint32_t index;
+  uint32_t nslots;
+  itree_t tree;
+  slot_t *slots;
+  extent_list_t cache;                  /* CACHED page blocks, newest first */
+  uint32_t cache_count;
+  extent_list_t huge_cache;             /* freed huge mappings (CACHED), newest first */
+  uint32_t huge_cache_count;
+  extent_list_t abandoned[MM_CLASSES];  /* pages without owner, by class */
+  /* Counts mirrored for lock-free peeks (written under lock, read by any
+   * thread, relaxed: a stale value only delays the work to the next look). */
+  _Atomic(uint64_t) xabandoned_classes; /* bit c: abandoned[c] is not empty */
+  _Atomic(uint32_t) xhuge_cached;       /* huge_cache_count */
+  _Atomic(uint32_t) xcached;            /* cache_count */
+  _Atomic(uint64_t) xpages_taken_over;  /* stats: full pages taken from idle threads */
+  size_t dirty_datablocks;
+  _Atomic(uint64_t) xpurge_at; /* 0, or (1 << 32) | deadline in ms */
+  char *meta_next;             /* metadata memory: a bump allocator */
+  size_t meta_left;
+  /* statistics (under lock) */
+  uint64_t large_allocs, large_frees, large_live_bytes;
+  uint64_t realloc_in_place, realloc_moved;
+  uint64_t purged_bytes, purges;
+  uint64_t pages_out, pages_back;
+  uint64_t huge_allocs, huge_live_bytes;
+} __attribute__((aligned(MM_CACHE_LINE))) local_heap_t;
+
+extern local_heap_t mm_heaps[MM_MAX_HEAPS];
+extern uint32_t mm_nheaps;
+
+/* ---- local_heap.c ---------------------------------------------------------------- */
+
+void local_heap_init_all(uint32_t n);
+MM_INLINE local_heap_t *local_heap_of_extent(const extent_t *e) {
+  return &mm_heaps[slot_of_extent(e)->heap];
+}
+MM_INLINE void local_heap_lock(local_heap_t *h) { mutex_lock(&h->lock); }
+MM_INLINE bool local_heap_trylock(local_heap_t *h) { return mutex_trylock(&h->lock); }
+MM_INLINE void local_heap_unlock(local_heap_t *h) { mutex_unlock(&h->lock); }
+/* For assertions (true when the lock witness is off). */
+MM_INLINE bool local_heap_locked(const local_heap_t *h) { return mutex_held(&h->lock); }
+/* size bytes of zeroed metadata memory that is never freed (thread heap
+ * structures); NULL with errno ENOMEM.  Takes the lock. */
+void *local_heap_meta_alloc(local_heap_t *h, size_t size);
+void local_heap_fork_prepare(void); /* after every lock of a lower rank */
+void local_heap_fork_parent(void);
+void local_heap_fork_child(void);
+
+/* ---- page_market.c: page blocks --------------------------------------------------
+ * A page block is an extent a thread heap turns into a page.  It leaves
+ * here as kind PAGE, mapped on every datablock, with its guard (secure
+ * mode), and `claim` (the thread heap's: it initialises the page and names
+ * its owner, page.h) has run on it under the lock of the heap whose slot
+ * holds it, so that no other thread ever sees a PAGE without an owner that
+ * is not on an abandoned list.  It comes back here empty (cached) or with
+ * blocks still in use (abandoned), the owner cleared by the caller under
+ * this heap's lock. */
+typedef void page_claim_fn(extent_t *page, void *arg);
+extent_t *local_heap_take_page_block(local_heap_t *h, size_t ndatablocks, page_claim_fn *claim,
+                                     void *arg);
+void local_heap_cache_page_locked(local_heap_t *h, extent_t *page);
+void local_heap_abandoned_push_locked(local_heap_t *h, extent_t *page);
+extent_t *local_heap_abandoned_pop_locked(local_heap_t *h, unsigned cls);
+void local_heap_abandoned_remove_locked(local_heap_t *h, extent_t *page);
+/* Hints (relaxed peeks, rechecked under the lock). */
+MM_INLINE bool local_heap_has_abandoned(const local_heap_t *h, unsigned cls) {
+  return atomic_load_relaxed(&h->xabandoned_classes) >> cls & 1;
+}
+bool local_heap_any_abandoned(void);
+MM_INLINE void local_heap_count_taken_over(local_heap_t *h, uint64_t pages) {
+  atomic_fetch_add_relaxed(&h->xpages_taken_over, pages);
+}
+
+/* ---- large.c: blocks handed out whole ------------------------------------------ */
+
+void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero, bool room);
+void local_heap_free_large(extent_t *e);
+bool local_heap_resize_large(extent_t *e, size_t size);
+void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero);
+void local_heap_free_huge(extent_t *e);
+extent_t *local_heap_resize_huge(extent_t *e, size_t size);
+
+/* ---- decay.c ---------------------------------------------------------------------- */
+
+void local_heap_purge(local_heap_t *h, bool force); /* lock held */
+void local_heap_purge_due(uint32_t now);
+void local_heap_collect_all(void);
+
+/* ---- local_heap_check.c ------------------------------------------------------------ */
+
+bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size); /* lock held */
+
+MM_HIDDEN_END
+
+#endif

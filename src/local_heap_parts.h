@@ -1,0 +1,65 @@
+/* local_heap_parts.h — what the local heap's files share with each other.
+ *
+ * Layer: local heap, private: only the layer's own .c files include it
+ * (the include-graph test checks that too).  Every function here expects
+ * its heap's lock held; each asserts it (mm_assert_internal, backed by the
+ * lock witness).
+ */
+#ifndef MM_LOCAL_HEAP_PARTS_H
+#define MM_LOCAL_HEAP_PARTS_H
+
+#include "local_heap.h"
+#include "options.h"
+
+MM_HIDDEN_BEGIN
+
+#define extent_of_node(n) ((extent_t *)((char *)(n) - offsetof(extent_t, node)))
+
+/* MM_DEBUG 3: the whole heap is checked on entry and exit of its mutators. */
+#define local_heap_check(h) MM_CHECK(3, "local heap", local_heap_is_valid, (h))
+
+/* ---- extent.c ------------------------------------------------------------------- */
+
+/* Make e (out of any list, not in the tree) a FREE extent of h, merged with
+ * free neighbours; returns the extent that now holds e's datablocks. */
+extent_t *extent_insert_free(local_heap_t *h, extent_t *e);
+/* An extent of n datablocks aligned to align_datablocks, carved from h's
+ * free space and committed; NULL with errno ENOMEM. */
+extent_t *extent_alloc(local_heap_t *h, size_t n, size_t align_datablocks, bool room);
+/* Make [end, end + more datablocks) of the free extent r usable by a block
+ * growing into it. */
+bool extent_grow_commit(slot_t *slot, extent_t *r, uintptr_t end, size_t more);
+/* Secure mode's guard datablock at the end of a page block or large block. */
+bool extent_guard(extent_t *e);
+/* Datablocks for a block that needs n of them (one more for the guard). */
+size_t guarded_datablocks(size_t n);
+/* Unmap every empty slot of h but `keep` of them; how many went. */
+size_t slots_release_empty(local_heap_t *h, uint32_t keep);
+/* The OS refused address space or commit charge: every heap gives back
+ * what it can (self: the heap whose lock the caller holds, or NULL).
+ * Bytes given back. */
+size_t pressure_relieve(local_heap_t *self);
+
+/* ---- decay.c -------------------------------------------------------------------- */
+
+/* e (freed, on no list) counts as dirty all over, from now. */
+void decay_dirty_add(local_heap_t *h, extent_t *e, uint32_t now);
+/* Set a free extent's dirty count, keeping the heap's sum. */
+void decay_set_dirty(local_heap_t *h, extent_t *e, size_t dirty);
+/* Something was freed at freed_at: make sure a purge is scheduled. */
+void decay_schedule(local_heap_t *h, uint32_t freed_at);
+
+/* ---- page_market.c ---------------------------------------------------------------- */
+
+/* A cached page block goes back to the tree. */
+void page_cache_evict(local_heap_t *h, extent_t *c);
+
+/* ---- large.c ---------------------------------------------------------------------- */
+
+/* Unmap a cached huge mapping / all of them; bytes given back. */
+void huge_cache_drop(local_heap_t *h, extent_t *c);
+size_t huge_cache_drop_all(local_heap_t *h);
+
+MM_HIDDEN_END
+
+#endif

@@ -1,0 +1,70 @@
+/* os.h — what mmalloc asks of the operating system (os.c), and messages
+ * that never allocate (format.c).
+ *
+ * Layer: os, the bottom.  No other file makes a system call for memory.
+ */
+#ifndef MM_OS_H
+#define MM_OS_H
+
+#include <stdarg.h>
+
+#include "base.h"
+#include "debug.h"
+
+MM_HIDDEN_BEGIN
+
+/* ---- os.c: address space, clock, CPUs, randomness ---------------------------- */
+
+/* Fault injection (MM_FAULT_INJECTION builds): the kinds of call a test can
+ * make fail (mm_test_fault_set). */
+enum { MM_FAULT_RESERVE = 0, MM_FAULT_COMMIT = 1, MM_FAULT_PURGE = 2, MM_FAULT_KINDS = 3 };
+
+void os_init(void);
+void *os_reserve(size_t size, size_t align);
+void *os_reserve_offset(size_t size, size_t align, size_t offset);
+bool os_reserve_at(void *p, size_t size);
+void os_release(void *p, size_t size);
+bool os_commit(void *p, size_t size);
+bool os_purge(void *p, size_t size);
+void os_hugepages(void *p, size_t size, bool on);
+bool os_guard(void *p, size_t size, bool on);
+bool os_remap_to(void *old, size_t old_size, void *to, size_t new_size);
+uint32_t os_now_ms(void);
+int os_current_cpu(void);
+int os_cpu_count(void);
+uint64_t os_random(void);
+
+/* True once `now` has reached `deadline` on the wrapping millisecond clock. */
+MM_INLINE bool time_reached(uint32_t now, uint32_t deadline) {
+  return (int32_t)(now - deadline) >= 0;
+}
+
+/* The calling thread's id: its thread pointer, one instruction to read.
+ * (A forked child's only thread keeps the forking thread's id.) */
+MM_INLINE uintptr_t mm_thread_id(void) {
+  uintptr_t tid;
+#if defined(__x86_64__)
+  __asm__("movq %%fs:0, %0" : "=r"(tid));
+#elif defined(__aarch64__)
+  __asm__("mrs %0, tpidr_el0" : "=r"(tid));
+#else
+  tid = (uintptr_t)__builtin_thread_pointer();
+#endif
+  return tid;
+}
+
+/* ---- format.c: text without malloc --------------------------------------------
+ * A printf subset (%s %p %c %d %u %x with l, ll, z and a width) into a
+ * caller's buffer; the messages go out with one write(2) from the stack.
+ * Safe inside malloc, after a corruption and in a forked child.  Every
+ * checker of the allocator writes its one-line reason with os_format. */
+size_t os_vformat(char *buf, size_t size, const char *fmt, va_list ap);
+size_t os_format(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void os_write_all(int fd, const char *s, size_t n);
+void os_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+MM_NORETURN void os_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+MM_HIDDEN_END
+
+#endif

@@ -1,0 +1,175 @@
+/* page.h — a page: one extent holding small objects of one size class; the
+ * encoding of a free block's two words; and the encoding of a page's
+ * owner (page.c implements what is not inline here).
+ *
+ * Layer: page (above the local heaps, which hand out page blocks and take
+ * them back; below the thread heaps, which own pages).
+ *
+ *   page_start                                  page_start + ndatablocks * 4 KiB
+ *   | blk 0 | blk 1 | ... | blk reserved-1 | (not yet carved) ... | waste |
+ *
+ * No header anywhere in it: the descriptor (extent_t, region.h) lives in the
+ * slot's management area, and its line 0 is what the fast paths read.
+ *
+ * Invariants (page_is_valid):
+ *   free and local_free are disjoint lists of distinct carved blocks of the
+ *   page, each at a block boundary, each carrying its canary;
+ *   used + |free| + |local_free| == reserved <= capacity;
+ *   xlimit == reserved * block_size;
+ *   blocks in remote batches and inboxes (remote.c) count as used.
+ */
+#ifndef MM_PAGE_H
+#define MM_PAGE_H
+
+#include "options.h"
+#include "region.h"
+#include "size_class.h"
+
+MM_HIDDEN_BEGIN
+
+/* ---- blocks ---------------------------------------------------------------------
+ * A free small object.  Both words belong to the user once the block is
+ * handed out; malloc clears the canary word so that only a free can set it.
+ * The fast paths touch the two words directly (plain link, canary); every
+ * other path goes through block_next / block_set_next, which also serve
+ * the modes that switch the fast paths off (mm_slow_only): secure mode,
+ * whose links are stored xor'ed with a secret and the block's address
+ * (mm_list_key; 0 otherwise, so that a plain link reads the same either
+ * way), and valgrind, which must be told when the allocator itself touches
+ * a free block. */
+typedef struct block_s {
+  struct block_s *next;
+  uintptr_t canary; /* (uintptr_t)block ^ mm_canary_key while free */
+} block_t;
+
+#if MM_VALGRIND
+void block_vg_open(const block_t *b);
+void block_vg_close(const block_t *b);
+#else
+MM_INLINE void block_vg_open(const block_t *b) { (void)b; }
+MM_INLINE void block_vg_close(const block_t *b) { (void)b; }
+#endif
+
+MM_INLINE uintptr_t block_link_key(const block_t *b) {
+  return mm_list_key ? mm_list_key ^ ((uintptr_t)b >> 12) : 0;
+}
+MM_INLINE block_t *block_next(const block_t *b) {
+  block_vg_open(b);
+  block_t *n = (block_t *)((uintptr_t)b->next ^ block_link_key(b));
+  block_vg_close(b);
+  return n;
+}
+MM_INLINE void block_set_next(block_t *b, block_t *next) {
+  block_vg_open(b);
+  b->next = (block_t *)((uintptr_t)next ^ block_link_key(b));
+  block_vg_close(b);
+}
+MM_INLINE uintptr_t block_canary_of(const block_t *b) {
+  return (uintptr_t)b ^ mm_canary_key;
+}
+/* Is b a free block (does it carry its canary)? */
+bool block_is_free(const block_t *b);
+/* A block the user just freed, in a checked mode: mark it, fill it. */
+void block_on_free(extent_t *page, block_t *b);
+
+/* ---- ownership --------------------------------------------------------------------
+ * A page owned by a thread carries two names of it: xowner, its thread
+ * heap (where remote frees go), and xowner_tid, the thread's id
+ * (mm_thread_id(), one instruction to read), which the free fast path
+ * compares with its own.  Tags in xowner_tid make that comparison miss on
+ * purpose:
+ *   MM_OWNER_FULL  the page has no free block and sits on its heap's full
+ *                  list; the owner's free goes to the slow path, which puts
+ *                  the page back in its queue (and a taker of an idle heap's
+ *                  full pages may work on it under the owner's lock);
+ *   MM_OWNER_SLOW  every page while the fast paths are off (secure mode,
+ *                  valgrind): no thread id has this bit.
+ * States:
+ *   owned        xowner == th, xowner_tid == th's id | tags;
+ *   taken        xowner == th, xowner_tid == 0: a thread holding th's
+ *                lock is taking the full page over (remote.c);
+ *   abandoned    both 0, the page on its home heap's abandoned list;
+ *   retired      both 0, the extent no longer a PAGE.
+ * Only these calls write the two words.  A change from or to "abandoned"
+ * or "retired" happens under the home local heap's lock; owned <-> taken
+ * under the owner's lock. */
+#define MM_OWNER_FULL ((uintptr_t)1)
+#define MM_OWNER_SLOW ((uintptr_t)2)
+
+MM_INLINE uintptr_t page_owner_word(uintptr_t tid, bool full) {
+  return tid | (full ? MM_OWNER_FULL : 0) | (mm_slow_only ? MM_OWNER_SLOW : 0);
+}
+MM_INLINE struct thread_heap_s *page_owner(const extent_t *page) {
+  return atomic_load_relaxed(&page->xowner);
+}
+MM_INLINE void page_set_owner(extent_t *page, struct thread_heap_s *th, uintptr_t tid) {
+  atomic_store_relaxed(&page->xowner, th);
+  atomic_store_relaxed(&page->xowner_tid, page_owner_word(tid, false));
+}
+MM_INLINE void page_clear_owner(extent_t *page) {
+  atomic_store_relaxed(&page->xowner, NULL);
+  atomic_store_relaxed(&page->xowner_tid, 0);
+}
+MM_INLINE void page_set_full(extent_t *page, uintptr_t tid, bool full) {
+  atomic_store_relaxed(&page->xowner_tid, page_owner_word(tid, full));
+}
+MM_INLINE bool page_is_full(const extent_t *page) {
+  return atomic_load_relaxed(&page->xowner_tid) & MM_OWNER_FULL;
+}
+/* A taker of an idle heap's full pages marks one it works on (remote.c). */
+MM_INLINE void page_set_taken(extent_t *page) { atomic_store_relaxed(&page->xowner_tid, 0); }
+MM_INLINE bool page_is_taken(const extent_t *page) {
+  return atomic_load_relaxed(&page->xowner_tid) == 0;
+}
+MM_INLINE bool page_owner_is(const extent_t *page, uintptr_t tid, bool full) {
+  return atomic_load_relaxed(&page->xowner_tid) == page_owner_word(tid, full);
+}
+
+/* ---- block boundaries ----------------------------------------------------------
+ * off = address - page_start.  Carved: below xlimit (any thread may ask:
+ * relaxed).  At a block boundary: a multiple of block_size (Lemire, Kaser
+ * and Kurz's divisibility test: one multiply and one compare, exact for
+ * off < 2^32). */
+MM_INLINE bool page_offset_carved(const extent_t *page, uint64_t off) {
+  return off < atomic_load_relaxed(&page->xlimit);
+}
+MM_INLINE bool page_offset_at_block(const extent_t *page, uint64_t off) {
+  return off * page->magic < page->magic;
+}
+
+/* ---- pop and push -------------------------------------------------------------------- */
+
+/* Take b, the head of the page's free list, whose successor is next (the
+ * pop every path shares; the fast paths pass the plain link b->next). */
+MM_INLINE void *page_take_block(extent_t *page, block_t *b, block_t *next) {
+  page->free = next;
+  page->used++;
+  b->canary = 0;
+  return b;
+}
+void *page_pop_checked(extent_t *page);
+/* Pop a block from a page whose free list is not empty (owner only). */
+MM_INLINE void *page_pop(extent_t *page) {
+  if (unlikely(mm_slow_only)) return page_pop_checked(page);
+  block_t *b = page->free;
+  return page_take_block(page, b, b->next);
+}
+/* Push b (its canary set) onto the owner's local free list. */
+MM_INLINE void page_push_local(extent_t *page, block_t *b) {
+  block_set_next(b, page->local_free);
+  page->local_free = b;
+}
+
+/* ---- page.c ------------------------------------------------------------------------- */
+
+/* Make a page block (kind PAGE, from the local heap) an empty page of
+ * class cls; its guard flag is kept. */
+void page_init(extent_t *page, unsigned cls);
+/* Give an empty free list new blocks; false when the page is full. */
+bool page_refill(extent_t *page);
+/* Owner only (or its lock held).  O(blocks). */
+bool page_is_valid(const extent_t *page, char *why, size_t why_size);
+
+MM_HIDDEN_END
+
+#endif

@@ -1,0 +1,38 @@
+/* size_class.h — the size classes of small objects (size_class.c).
+ *
+ * Layer: page.  Pure arithmetic over a table built once at start-up.
+ */
+#ifndef MM_SIZE_CLASS_H
+#define MM_SIZE_CLASS_H
+
+#include "os.h"
+
+MM_HIDDEN_BEGIN
+
+/* A size class: objects of `size` bytes in pages of `ndatablocks`
+ * datablocks. */
+typedef struct size_class_s {
+  uint32_t size;
+  uint32_t ndatablocks;
+  uint32_t capacity;
+  uint32_t align; /* largest power of two dividing size (block alignment) */
+  uint64_t magic; /* ceil(2^64 / size) */
+} size_class_t;
+
+extern size_class_t mm_size_classes[MM_CLASSES];
+extern uint8_t mm_direct_class[MM_DIRECT_SLOTS];
+
+void size_class_init(void);
+unsigned size_class_of_slow(size_t n);
+unsigned size_class_aligned(size_t n, size_t align);
+bool size_class_is_valid(char *why, size_t why_size);
+
+/* The smallest class whose blocks hold n bytes (0 < n <= MM_SMALL_MAX). */
+MM_INLINE unsigned size_class_of(size_t n) {
+  if (n <= MM_DIRECT_MAX) return mm_direct_class[(n + 15) >> 4];
+  return size_class_of_slow(n);
+}
+
+MM_HIDDEN_END
+
+#endif

@@ -1,0 +1,247 @@
+/* thread_heap.h — thread heaps, and the malloc and free fast paths.
+ *
+ * Layer: thread heap (above the page layer; below remote.h, the slow paths
+ * and the api).  The fast paths are here, at the bottom of this file:
+ * thread_heap_malloc_fast and thread_heap_free_fast.  What they fall back
+ * to is declared here too and lives in the files named in the tree.
+ *
+ * Call tree, fast path first (test/layers/check_call_tree.py checks that
+ * every function named between the two rules exists in src/):
+ *
+ * ---- call tree ----
+ *   malloc(n)                                             override.c, api.c
+ *   └ thread_heap_malloc_fast                   MM_FAST_PATH, this file
+ *       n <= 1 KiB and direct[(n+15)/16]->free != NULL: page_take_block
+ *     ├ thread_heap_malloc_medium          n > 1 KiB, alloc.c, noinline
+ *     │   the first page of its class has a free block: page_take_block
+ *     │   └ thread_heap_alloc_class_slow   none: as below, class known
+ *     └ thread_heap_malloc_slow                  MM_SLOW_PATH, alloc.c
+ *         first call of a thread: thread_heap_init_current (lifecycle.c)
+ *         checked modes: alloc_checked
+ *         holding the heap's lock (thread_heap_lock):
+ *         thread_heap_beat (remote.h): take the inbox if lane 0 says so
+ *           (remote_take_inbox); every MM_HEARTBEAT_MS the heartbeat
+ *           (remote.c: hand over batches, retire idle pages, sweep dead
+ *           heaps' inboxes, purge due local heaps)
+ *         n <= 32 KiB: alloc_class
+ *             walk queue[c]: page_refill (local frees, then fresh blocks)
+ *             or move to the full list; none left: thread_heap_new_page
+ *             (adopt an abandoned page, or local_heap_take_page_block)
+ *         else thread_heap_alloc_big: local_heap_alloc_large / _huge
+ *
+ *   free(p)
+ *   └ thread_heap_free_fast                     MM_FAST_PATH, this file
+ *       p in a heap slot, its page's tag is this thread's id, p at a carved
+ *       block boundary and not already free: push on local_free, used--
+ *       used reached 0: thread_heap_page_empty_slow (retire the page
+ *       unless it is its class's current one)
+ *     ├ thread_heap_free_other      (page's tag not ours) remote.c, noinline
+ *     │   page of another live thread, p at a carved block boundary and
+ *     │   not already free: batch_add to the batch for that thread;
+ *     │   a full batch goes to its inbox, one CAS per lane (remote_flush)
+ *     └ thread_heap_free_slow      MM_SLOW_PATH, free.c; also from above
+ *         thread_heap_lookup: not ours / interior / double free -> abort
+ *         LARGE: local_heap_free_large; huge: local_heap_free_huge
+ *         remote_free_block (remote.c), holding the heap's lock:
+ *           page ours but full: thread_heap_free_local puts it back in
+ *           its queue; page abandoned: thread_heap_adopt_page, then local;
+ *           page of another thread: remote_push onto its batch
+ * ---- end of call tree ----
+ *
+ * Pages of a thread heap.  A page it owns is on exactly one of its lists:
+ * queue[c] (pages of class c that may have a free block; direct[] names
+ * the first of each small class) or `full` (no free block: its tag has
+ * MM_OWNER_FULL, so the owner's free misses the fast path and puts it back
+ * in its queue).  Pages come from the local heap (thread_heap_new_page,
+ * under that heap's lock for the hand-over), and go back to it empty
+ * (thread_heap_retire_page: to the page cache) or, at thread exit or when
+ * an idle heap's full pages are taken over, with blocks in use
+ * (thread_heap_abandon_page: to the abandoned list of their home heap,
+ * where any thread adopts them).
+ *
+ * Locking.  The owner's fast paths take no lock and do no atomic
+ * read-modify-write.  Every other change to the heap's lists runs under
+ * its lock (thread_heap_lock, an mm_spin_t of rank MM_RANK_THREAD_HEAP):
+ * the owner's slow paths, the fast free that retires a page, another
+ * thread taking over this idle heap's full pages (try-lock only,
+ * remote.c), and fork (lifecycle.c), which holds every thread heap's lock
+ * so that the child sees no list half changed.  Lock order: a thread heap
+ * lock, then local heap locks; another thread heap's lock only by
+ * try-lock; the registry (thread_heap.c) before either, or by try-lock.
+ */
+#ifndef MM_THREAD_HEAP_H
+#define MM_THREAD_HEAP_H
+
+#include "local_heap.h"
+#include "page.h"
+
+MM_HIDDEN_BEGIN
+
+/* Blocks freed by this thread into another thread's pages, waiting to be
+ * handed to that thread's inbox as one chain per lane (remote.c). */
+typedef struct remote_batch_s {
+  struct thread_heap_s *dest;
+  block_t *head[MM_LANES]; /* block i of the batch is on lane i % MM_LANES */
+  block_t *tail[MM_LANES];
+  uint32_t count;
+} remote_batch_t;
+
+typedef enum thread_heap_state_e {
+  MM_THREAD_LIVE = 1,
+  MM_THREAD_DEAD, /* its thread exited; waits in the registry for reuse */
+} thread_heap_state_t;
+
+/* A thread heap.  Its owner thread touches it freely on the fast paths;
+ * its slow paths hold `lock`.  Another thread touches it only through
+ * xinbox[] (push a chain), xactive_ms (read), and, holding `lock` (taken
+ * by try-lock), `full` and the pages on it (remote.c); registry fields
+ * under the registry's lock (thread_heap.c).
+ *
+ * Invariants (owner, or `lock` held; thread_heap_is_valid checks them):
+ *   direct[k] is the first page of queue[class of 16k] or &mm_page_empty
+ *   (always &mm_page_empty while the fast paths are off);
+ *   every page in queue[c] has class c and is owned by this heap (page.h),
+ *   tag without MM_OWNER_FULL; every page on `full` is owned by this heap
+ *   with MM_OWNER_FULL; no page is on two lists; none is "taken";
+ *   remote batches (out[]) hold count blocks in all, block i on lane
+ *   i % MM_LANES, each a free block of some page (remote_is_valid). */
+typedef struct thread_heap_s {
+  extent_t *direct[MM_DIRECT_SLOTS]; /* the malloc fast path reads only this */
+  uintptr_t tid;                     /* the owner thread's id (mm_thread_id()) */
+  extent_list_t queue[MM_CLASSES];
+  extent_list_t full;
+  _Atomic(block_t *) xinbox[MM_LANES]; /* any thread pushes chains; owner takes all */
+  _Atomic(uint32_t) xactive_ms;        /* when the owner last ran a slow path */
+  mm_spin_t lock;                      /* owner's slow paths; a taker of its full pages */
+  remote_batch_t out[MM_REMOTE_BUCKETS];
+  local_heap_t *local;
+  struct thread_heap_s *next_in_local; /* registry: every heap of the local heap */
+  struct thread_heap_s *next_dead;     /* registry: the dead ones, for reuse */
+  uint32_t state;                      /* thread_heap_state_t (registry's lock) */
+  uint32_t slow_calls;
+  uint32_t last_beat_ms;
+  /* Under valgrind only: small blocks freed by this thread, oldest first,
+   * kept from reuse so that memcheck still sees a late use after free */
+  block_t *quarantine_first, *quarantine_last;
+  size_t quarantine_bytes;
+} thread_heap_t;
+
+/* The calling thread's heap (initial-exec TLS: one load). */
+extern __thread thread_heap_t *mm_thread_heap __attribute__((tls_model("initial-exec")));
+/* The heap of a thread that has not allocated yet: every direct[] entry is
+ * mm_page_empty, a page with no free block and no owner, so both fast paths
+ * miss on it. */
+extern thread_heap_t mm_heap_empty;
+extern extent_t mm_page_empty;
+/* Under valgrind: bytes of no-access red zone after each block (0 else). */
+extern size_t mm_vg_rz;
+
+MM_INLINE void thread_heap_lock(thread_heap_t *th) { spin_lock(&th->lock); }
+MM_INLINE bool thread_heap_trylock(thread_heap_t *th) { return spin_trylock(&th->lock); }
+MM_INLINE void thread_heap_unlock(thread_heap_t *th) { spin_unlock(&th->lock); }
+/* For assertions (true when the lock witness is off). */
+MM_INLINE bool thread_heap_locked(const thread_heap_t *th) { return spin_held(&th->lock); }
+
+/* ---- thread_heap.c: pages and structures ------------------------------------------- */
+
+void thread_heap_direct_update(thread_heap_t *th, unsigned c);
+/* the registry */
+void thread_heap_registry_init(uint32_t n);
+thread_heap_t *thread_heap_create(local_heap_t *local);
+void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local);
+void thread_heap_mark_dead(thread_heap_t *th);
+void thread_heap_counts(uint32_t heap, uint64_t *live, uint64_t *dead);
+bool thread_heap_foreach_dead(uint32_t heap, bool try, void (*visit)(thread_heap_t *, void *),
+                              void *arg);
+void thread_heap_registry_lock_all(void);
+void thread_heap_registry_unlock_all(void);
+void thread_heap_registry_reinit_all(void);
+void thread_heap_foreach(void (*visit)(thread_heap_t *th, void *arg), void *arg);
+/* pages */
+extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c);
+void thread_heap_retire_page(extent_t *page);
+void thread_heap_abandon_page(extent_t *page);
+int thread_heap_adopt_page(thread_heap_t *th, extent_t *page);
+void thread_heap_page_empty(thread_heap_t *th, extent_t *page);
+MM_SLOW_PATH void thread_heap_page_empty_slow(thread_heap_t *th, extent_t *page);
+bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size);
+#define thread_heap_check(th) MM_CHECK(3, "thread heap", thread_heap_is_valid, (th))
+
+/* Free b (its canary set) into page, which th owns (holding th's lock).
+ * A full page comes back into its queue; an empty one may go home. */
+MM_INLINE void thread_heap_free_local(thread_heap_t *th, extent_t *page, block_t *b) {
+  page_push_local(page, b);
+  if (page_is_full(page)) {
+    unsigned c = page->size_class;
+    extent_list_remove(&th->full, page);
+    extent_list_push_back(&th->queue[c], page);
+    page_set_full(page, th->tid, false);
+    if (th->queue[c].first == page) thread_heap_direct_update(th, c);
+  }
+  if (--page->used == 0) thread_heap_page_empty(th, page);
+}
+
+/* ---- the slow paths: alloc.c, free.c, realloc.c, remote.c, lifecycle.c ---------------- */
+
+void *thread_heap_malloc_medium(thread_heap_t *th, size_t size);
+MM_SLOW_PATH void *thread_heap_alloc_class_slow(thread_heap_t *th, unsigned c);
+MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size);
+void *thread_heap_malloc_aligned(size_t size, size_t align, bool zero);
+void *thread_heap_alloc_big(thread_heap_t *th, size_t size, size_t align, bool zero, bool room);
+void thread_heap_free_other(void *p, extent_t *page, const char *call);
+MM_SLOW_PATH void thread_heap_free_slow(void *p, const char *call);
+extent_t *thread_heap_lookup(const void *p, const char *call);
+MM_COLD MM_NORETURN void thread_heap_bad_pointer(const char *call, const void *p, const char *what);
+void thread_heap_quarantine_drain(thread_heap_t *th, size_t keep);
+size_t thread_heap_usable_size(const void *p, const char *call);
+void *thread_heap_realloc(void *p, size_t size);
+void thread_heap_process_init(void);
+thread_heap_t *thread_heap_current(void);
+MM_NOINLINE thread_heap_t *thread_heap_init_current(void);
+void thread_heap_abandon(thread_heap_t *th);
+void thread_heap_collect(void);
+
+/* ---- the fast paths ----------------------------------------------------------------------
+ * Force-inlined into api.c and override.c; everything they call is out of
+ * line.  Instruction counts per malloc+free pair are in the README. */
+
+MM_FAST_PATH void *thread_heap_malloc_fast(size_t size) {
+  thread_heap_t *th = mm_thread_heap;
+  if (likely(size <= MM_DIRECT_MAX)) {
+    extent_t *page = th->direct[(size + 15) >> 4];
+    block_t *b = page->free;
+    if (likely(b != NULL)) return page_take_block(page, b, b->next);
+    return thread_heap_malloc_slow(th, size);
+  }
+  return thread_heap_malloc_medium(th, size);
+}
+
+MM_FAST_PATH void thread_heap_free_fast(void *p, const char *call) {
+  uintptr_t a = (uintptr_t)p;
+  if (likely(slot_table_entry(a) == MM_SLOT_HEAP)) {
+    extent_t *page = slot_extent_of(slot_of_address(a), a);
+    if (likely(atomic_load_relaxed(&page->xowner_tid) == mm_thread_id())) {
+      /* a carved block boundary of this page, not already free */
+      uint64_t off = a - page->page_start;
+      block_t *b = p;
+      uintptr_t canary = a ^ mm_canary_key;
+      if (likely(page_offset_carved(page, off) && page_offset_at_block(page, off) &&
+                 b->canary != canary)) {
+        b->next = page->local_free; /* plain link: the fast paths are on */
+        b->canary = canary;
+        page->local_free = b;
+        if (likely(--page->used != 0)) return;
+        thread_heap_page_empty_slow(mm_thread_heap, page);
+        return;
+      }
+    } else {
+      thread_heap_free_other(p, page, call); /* not this thread's page, or full */
+      return;
+    }
+  }
+  thread_heap_free_slow(p, call);
+}
+
+MM_HIDDEN_END
+
+#endif
