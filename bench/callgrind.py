@@ -1,10 +1,11 @@
 """Instructions per malloc+free pair, counted by callgrind.
 
-Owns the fast-path micro-benchmark's method (DESIGN.md: "instructions per
-malloc/free pair by valgrind --tool=callgrind, which is stable on a noisy
-machine"): run bench/fastpath (one thread, batches of 64 malloc then 64
-free of one size) under callgrind twice, with N batches and with none, the
-allocator preloaded; the difference of the two instruction totals divided
+Owns the fast-path micro-benchmark's method (docs/design.md, "How we know
+it works": the fast path is measured in instructions per malloc+free pair,
+counted by callgrind, a count that machine noise does not change): run
+bench/fastpath (one thread, batches of 64 malloc then 64 free of one size)
+under callgrind twice, with N batches and with none, the allocator
+preloaded; the difference of the two instruction totals divided
 by 64 N is the cost of one pair, the loop's own few instructions included.
 
 Valgrind passes LD_PRELOAD from its environment on to the client (after its

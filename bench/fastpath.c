@@ -2,9 +2,9 @@
  * fastpath — the malloc+free fast path, counted in instructions.
  *
  * Models: the cheapest thing an allocator does, one thread allocating a
- * batch of 64 objects of one size and freeing them (DESIGN.md, "How we know
- * it works": instructions per malloc/free pair by callgrind, which is
- * stable on a noisy machine).  After a fixed warm-up (two batches, so that
+ * batch of 64 objects of one size and freeing them (docs/design.md, "How
+ * we know it works": instructions per malloc+free pair, counted by
+ * callgrind, do not change with machine noise).  After a fixed warm-up (two batches, so that
  * every allocator has set up its thread cache and its pages for the size),
  * it runs `batches` batches of 64 malloc then 64 free.
  *

@@ -3,12 +3,19 @@
  * Layer: stream (included by every stream/ file that shares memory between
  * threads; nothing outside stream/ includes it).
  *
- * Rule (STYLE.md): an atomic field carries an `x` prefix and is touched only
- * through these wrappers, whose names say the memory order; there is no bare
- * seq_cst access.  The one sequentially consistent operation is the explicit
- * fence atomic_fence_seq_cst(), used only on the park path of waiter.c.
+ * Rule (docs/conventions.md): an atomic field carries an `x` prefix and is
+ * touched only through these wrappers, whose names say the memory order;
+ * there is no bare seq_cst access.  The one sequentially consistent
+ * operation is the explicit fence mms_atomic_fence_seq_cst(), used only on
+ * the park path of waiter.c.
  * Read-modify-write wrappers exist for the slow paths (waking a parked
  * thread, recording the first error); the queues never use them.
+ *
+ * Names.  Everything here carries the stream module's own prefix (`mms_`,
+ * `MMS_`), never the allocator's: src/atomic.h and src/config.h define
+ * atomic_load_relaxed, MM_CACHE_LINE and the like under the plain names, so
+ * the stream module keeps its own, and one translation unit can include
+ * both headers without a redefinition.
  */
 #ifndef MM_STREAM_ATOMIC_H
 #define MM_STREAM_ATOMIC_H
@@ -19,28 +26,28 @@
  * on every x86-64 and most AArch64 parts; adjacent-line prefetching makes
  * 128 better on some Intel parts, but 64 is what FastForward and rigtorp's
  * SPSCQueue measure as sufficient for two-thread queues. */
-#define MM_CACHE_LINE 64
+#define MMS_CACHE_LINE 64
 
-#define atomic_load_relaxed(p) atomic_load_explicit((p), memory_order_relaxed)
-#define atomic_load_acquire(p) atomic_load_explicit((p), memory_order_acquire)
-#define atomic_store_relaxed(p, v) \
+#define mms_atomic_load_relaxed(p) \
+  atomic_load_explicit((p), memory_order_relaxed)
+#define mms_atomic_load_acquire(p) \
+  atomic_load_explicit((p), memory_order_acquire)
+#define mms_atomic_store_relaxed(p, v) \
   atomic_store_explicit((p), (v), memory_order_relaxed)
-#define atomic_store_release(p, v) \
+#define mms_atomic_store_release(p, v) \
   atomic_store_explicit((p), (v), memory_order_release)
-#define atomic_fetch_add_release(p, v) \
+#define mms_atomic_fetch_add_release(p, v) \
   atomic_fetch_add_explicit((p), (v), memory_order_release)
-#define atomic_exchange_acq_rel(p, v) \
-  atomic_exchange_explicit((p), (v), memory_order_acq_rel)
-#define atomic_cas_strong_acq_rel(p, expected, desired)                  \
+#define mms_atomic_cas_strong_acq_rel(p, expected, desired)              \
   atomic_compare_exchange_strong_explicit((p), (expected), (desired),    \
                                           memory_order_acq_rel,          \
                                           memory_order_acquire)
-#define atomic_fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
+#define mms_atomic_fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
 
 /* One iteration of a spin-wait: tell the core we are spinning (frees the
  * sibling hyperthread, saves power, avoids the memory-order machine clear
  * when the awaited line finally changes). */
-static inline void cpu_relax(void) {
+static inline void mms_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #elif defined(__aarch64__)

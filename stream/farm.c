@@ -100,19 +100,20 @@ struct farm {
   uint64_t settled; /* blocks farm_settle freed after the join */
   /* emitter's private state */
   struct {
-    _Alignas(MM_CACHE_LINE) unsigned next; /* RR: next worker; OD: scan start */
-    unsigned drain_next;                   /* next return queue to drain */
+    /* RR: next worker; OD: where the scan starts */
+    _Alignas(MMS_CACHE_LINE) unsigned next;
+    unsigned drain_next; /* next return queue to drain */
     uint64_t dispatched;
   } em;
   /* collector's private state */
   struct {
-    _Alignas(MM_CACHE_LINE) bool *eos_seen; /* per worker */
+    _Alignas(MMS_CACHE_LINE) bool *eos_seen; /* per worker */
   } co;
 };
 
-_Static_assert(offsetof(struct farm, em) % MM_CACHE_LINE == 0 &&
+_Static_assert(offsetof(struct farm, em) % MMS_CACHE_LINE == 0 &&
                    offsetof(struct farm, co) - offsetof(struct farm, em) >=
-                       MM_CACHE_LINE,
+                       MMS_CACHE_LINE,
                "emitter and collector state on lines of their own");
 
 /* ---- build ---------------------------------------------------------------- */
@@ -148,7 +149,7 @@ struct farm *farm_build(struct net *net, const mm_farm_config_t *cfg,
     return NULL;
   }
   void *mem = NULL;
-  if (posix_memalign(&mem, MM_CACHE_LINE, sizeof(struct farm)) != 0) {
+  if (posix_memalign(&mem, MMS_CACHE_LINE, sizeof(struct farm)) != 0) {
     errno = ENOMEM;
     return NULL;
   }
@@ -401,7 +402,7 @@ static bool ready_returns(void *arg) {
   if (net_stopping(ctx->net)) return true;
   for (unsigned c = 0; c < f->nret; c++) {
     if (f->ret[c] && (uspsc_has_item(f->ret[c]) ||
-                      atomic_load_acquire(&f->ret_owner[c]->xretired)))
+                      mms_atomic_load_acquire(&f->ret_owner[c]->xretired)))
       return true;
   }
   return false;
@@ -421,7 +422,7 @@ static void emitter_collect_returns(mm_ctx_t *ctx) {
     bool progress = false;
     for (unsigned c = 0; c < f->nret; c++) {
       if (done[c]) continue;
-      bool retired = atomic_load_acquire(&f->ret_owner[c]->xretired) != 0;
+      bool retired = mms_atomic_load_acquire(&f->ret_owner[c]->xretired) != 0;
       size_t got;
       while ((got = mm_uspsc_pop_batch(f->ret[c], buf, FARM_DRAIN_BATCH))) {
         for (size_t i = 0; i < got; i++) f->cfg.task_free(buf[i]);
@@ -584,7 +585,7 @@ void farm_node_exit(mm_ctx_t *ctx, bool eos) {
   if (eos && ctx->out) node_push(ctx, ctx->out, MM_EOS);
   if (ctx->ret) {
     node_flush_returns(ctx);
-    atomic_store_release(&ctx->xretired, 1);
+    mms_atomic_store_release(&ctx->xretired, 1);
     waiter_notify(&f->emitter->waiter);
   }
 }

@@ -51,7 +51,7 @@ mm_ctx_t *net_add_node(struct net *n, node_role_t role) {
   if (grow_array(&n->nodes, &n->cap_nodes, n->nnodes, sizeof(mm_ctx_t *)))
     return NULL;
   void *mem = NULL;
-  if (posix_memalign(&mem, MM_CACHE_LINE, sizeof(mm_ctx_t)) != 0) return NULL;
+  if (posix_memalign(&mem, MMS_CACHE_LINE, sizeof(mm_ctx_t)) != 0) return NULL;
   mm_ctx_t *ctx = mem;
   memset(ctx, 0, sizeof *ctx);
   waiter_init(&ctx->waiter);
@@ -86,8 +86,8 @@ int net_add_farm(struct net *n, struct farm *f) {
 
 static void net_init(struct net *n) {
   memset(n, 0, sizeof *n);
-  atomic_store_relaxed(&n->xstop, 0);
-  atomic_store_relaxed(&n->xerror, 0);
+  mms_atomic_store_relaxed(&n->xstop, 0);
+  mms_atomic_store_relaxed(&n->xerror, 0);
 }
 
 /* Frees every node, edge and farm; no thread may be running. */
@@ -106,8 +106,8 @@ static void net_clear(struct net *n) {
 void net_fail(struct net *n, int code) {
   int expected = 0;
   if (code == 0) code = ECANCELED;
-  atomic_cas_strong_acq_rel(&n->xerror, &expected, code);
-  atomic_store_release(&n->xstop, 1);
+  mms_atomic_cas_strong_acq_rel(&n->xerror, &expected, code);
+  mms_atomic_store_release(&n->xstop, 1);
   for (size_t i = 0; i < n->nqueues; i++) mm_queue_close(n->queues[i]);
   for (size_t i = 0; i < n->nnodes; i++) waiter_wake(&n->nodes[i]->waiter);
 }
@@ -213,7 +213,9 @@ static void net_drop_leftovers(struct net *n) {
 }
 
 static int net_wait(struct net *n) {
-  if (n->state != NET_STARTED) return n->state == NET_WAITED ? atomic_load_relaxed(&n->xerror) : EINVAL;
+  if (n->state != NET_STARTED)
+    return n->state == NET_WAITED ? mms_atomic_load_relaxed(&n->xerror)
+                                  : EINVAL;
   for (size_t i = 0; i < n->nnodes; i++) {
     if (n->nodes[i]->started) pthread_join(n->nodes[i]->thread, NULL);
     n->nodes[i]->started = false;
@@ -221,7 +223,7 @@ static int net_wait(struct net *n) {
   if (net_stopping(n)) net_drop_leftovers(n);
   for (size_t i = 0; i < n->nfarms; i++) farm_settle(n->farms[i]);
   n->state = NET_WAITED;
-  return atomic_load_relaxed(&n->xerror);
+  return mms_atomic_load_relaxed(&n->xerror);
 }
 
 static int net_start(struct net *n) {

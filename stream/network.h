@@ -60,7 +60,7 @@ struct net;
 struct mm_ctx {
   waiter_t waiter; /* first, on its own line: neighbours notify it */
   /* const after build */
-  _Alignas(MM_CACHE_LINE) struct net *net;
+  _Alignas(MMS_CACHE_LINE) struct net *net;
   struct farm *farm; /* NULL for a stage */
   node_role_t role;
   unsigned index, count;
@@ -96,7 +96,7 @@ struct net {
 enum { NET_EMPTY, NET_BUILT, NET_STARTED, NET_WAITED };
 
 static inline bool net_stopping(const struct net *n) {
-  return atomic_load_relaxed(&((struct net *)n)->xstop) != 0;
+  return mms_atomic_load_relaxed(&((struct net *)n)->xstop) != 0;
 }
 
 /* network.c */

@@ -27,7 +27,7 @@ mm_queue_t *queue_new(mm_queue_kind_t kind, size_t capacity) {
     return NULL;
   }
   void *mem = NULL;
-  if (posix_memalign(&mem, MM_CACHE_LINE, sizeof(mm_queue_t)) != 0) {
+  if (posix_memalign(&mem, MMS_CACHE_LINE, sizeof(mm_queue_t)) != 0) {
     errno = ENOMEM;
     return NULL;
   }
@@ -35,7 +35,7 @@ mm_queue_t *queue_new(mm_queue_kind_t kind, size_t capacity) {
   memset(q, 0, sizeof *q);
   waiter_init(&q->own[0]);
   waiter_init(&q->own[1]);
-  atomic_store_relaxed(&q->xclosed, 0);
+  mms_atomic_store_relaxed(&q->xclosed, 0);
   if (kind == MM_QUEUE_LOCKFREE)
     q->lf = mm_spsc_create(capacity);
   else
@@ -122,7 +122,7 @@ int mm_queue_push(mm_queue_t *q, void *item) { return queue_push_wait(q, item); 
 int mm_queue_pop(mm_queue_t *q, void **out) { return queue_pop_wait(q, out); }
 
 void mm_queue_close(mm_queue_t *q) {
-  atomic_store_release(&q->xclosed, 1);
+  mms_atomic_store_release(&q->xclosed, 1);
   if (q->mx) mm_lockq_close(q->mx);
   if (q->wprod) waiter_wake(q->wprod);
   if (q->wcons) waiter_wake(q->wcons);

@@ -49,7 +49,7 @@ int queue_pop_wait(mm_queue_t *q, void **out);
 uint64_t queue_cond_waits(const mm_queue_t *q);
 
 static inline bool queue_closed(const mm_queue_t *q) {
-  return atomic_load_relaxed(&((mm_queue_t *)q)->xclosed) != 0;
+  return mms_atomic_load_relaxed(&((mm_queue_t *)q)->xclosed) != 0;
 }
 
 /* Producer. */

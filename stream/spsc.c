@@ -20,8 +20,8 @@ mm_spsc_t *mm_spsc_create(size_t capacity) {
     return NULL;
   }
   void *qmem = NULL, *smem = NULL;
-  if (posix_memalign(&qmem, MM_CACHE_LINE, sizeof(struct mm_spsc)) != 0 ||
-      posix_memalign(&smem, MM_CACHE_LINE, cap * sizeof(void *)) != 0) {
+  if (posix_memalign(&qmem, MMS_CACHE_LINE, sizeof(struct mm_spsc)) != 0 ||
+      posix_memalign(&smem, MMS_CACHE_LINE, cap * sizeof(void *)) != 0) {
     free(qmem);
     errno = ENOMEM;
     return NULL;

@@ -48,23 +48,23 @@
 
 struct mm_spsc {
   /* producer's line: written by the producer only */
-  _Alignas(MM_CACHE_LINE) _Atomic size_t xtail; /* next slot to write */
+  _Alignas(MMS_CACHE_LINE) _Atomic size_t xtail; /* next slot to write */
   size_t head_cache; /* producer's copy of xhead */
   void **pslots;     /* const after init */
   size_t pmask;      /* const after init */
   /* consumer's line: written by the consumer only */
-  _Alignas(MM_CACHE_LINE) _Atomic size_t xhead; /* next slot to read */
+  _Alignas(MMS_CACHE_LINE) _Atomic size_t xhead; /* next slot to read */
   size_t tail_cache; /* consumer's copy of xtail */
   void **cslots;     /* const after init */
   size_t cmask;      /* const after init */
   /* const after init, read by create/destroy only */
-  _Alignas(MM_CACHE_LINE) void *slots_block; /* malloc'ed slots, or NULL */
+  _Alignas(MMS_CACHE_LINE) void *slots_block; /* malloc'ed slots, or NULL */
 };
 
-_Static_assert(offsetof(struct mm_spsc, xtail) % MM_CACHE_LINE == 0,
+_Static_assert(offsetof(struct mm_spsc, xtail) % MMS_CACHE_LINE == 0,
                "producer state starts a cache line");
 _Static_assert(offsetof(struct mm_spsc, xhead) - offsetof(struct mm_spsc, xtail) >=
-                   MM_CACHE_LINE,
+                   MMS_CACHE_LINE,
                "producer and consumer indices on separate cache lines");
 _Static_assert(offsetof(struct mm_spsc, cmask) + sizeof(size_t) <=
                    offsetof(struct mm_spsc, slots_block),
@@ -72,7 +72,7 @@ _Static_assert(offsetof(struct mm_spsc, cmask) + sizeof(size_t) <=
 _Static_assert(offsetof(struct mm_spsc, pmask) + sizeof(size_t) <=
                    offsetof(struct mm_spsc, xhead),
                "producer state fits its line");
-_Static_assert(sizeof(struct mm_spsc) % MM_CACHE_LINE == 0,
+_Static_assert(sizeof(struct mm_spsc) % MMS_CACHE_LINE == 0,
                "no other object shares the ring's last line");
 
 /* Round up to a power of two, at least 1; 0 if it would overflow. */
@@ -87,8 +87,8 @@ static inline size_t spsc_round_capacity(size_t n) {
 
 /* Initialise q over `slots` (capacity a power of two).  Not concurrent. */
 static inline void spsc_init(struct mm_spsc *q, void **slots, size_t capacity) {
-  atomic_store_relaxed(&q->xtail, 0);
-  atomic_store_relaxed(&q->xhead, 0);
+  mms_atomic_store_relaxed(&q->xtail, 0);
+  mms_atomic_store_relaxed(&q->xhead, 0);
   q->head_cache = 0;
   q->tail_cache = 0;
   q->pslots = q->cslots = slots;
@@ -98,32 +98,32 @@ static inline void spsc_init(struct mm_spsc *q, void **slots, size_t capacity) {
 
 /* Producer. */
 static inline bool spsc_push(struct mm_spsc *q, void *item) {
-  size_t t = atomic_load_relaxed(&q->xtail);
+  size_t t = mms_atomic_load_relaxed(&q->xtail);
   if (t - q->head_cache > q->pmask) {
-    q->head_cache = atomic_load_acquire(&q->xhead);
+    q->head_cache = mms_atomic_load_acquire(&q->xhead);
     if (t - q->head_cache > q->pmask) return false;
   }
   q->pslots[t & q->pmask] = item;
-  atomic_store_release(&q->xtail, t + 1);
+  mms_atomic_store_release(&q->xtail, t + 1);
   return true;
 }
 
 /* Producer.  True when at least one slot is free (refreshes the cache). */
 static inline bool spsc_has_space(struct mm_spsc *q) {
-  size_t t = atomic_load_relaxed(&q->xtail);
+  size_t t = mms_atomic_load_relaxed(&q->xtail);
   if (t - q->head_cache <= q->pmask) return true;
-  q->head_cache = atomic_load_acquire(&q->xhead);
+  q->head_cache = mms_atomic_load_acquire(&q->xhead);
   return t - q->head_cache <= q->pmask;
 }
 
 /* Producer. */
 static inline size_t spsc_push_batch(struct mm_spsc *q, void *const *items,
                                      size_t n) {
-  size_t t = atomic_load_relaxed(&q->xtail);
+  size_t t = mms_atomic_load_relaxed(&q->xtail);
   size_t cap = q->pmask + 1;
   size_t room = cap - (t - q->head_cache);
   if (room < n) {
-    q->head_cache = atomic_load_acquire(&q->xhead);
+    q->head_cache = mms_atomic_load_acquire(&q->xhead);
     room = cap - (t - q->head_cache);
   }
   size_t k = n < room ? n : room;
@@ -132,36 +132,36 @@ static inline size_t spsc_push_batch(struct mm_spsc *q, void *const *items,
   size_t first = cap - at < k ? cap - at : k; /* up to the end of the ring */
   memcpy(&q->pslots[at], items, first * sizeof(void *));
   memcpy(&q->pslots[0], items + first, (k - first) * sizeof(void *));
-  atomic_store_release(&q->xtail, t + k);
+  mms_atomic_store_release(&q->xtail, t + k);
   return k;
 }
 
 /* Consumer. */
 static inline bool spsc_pop(struct mm_spsc *q, void **out) {
-  size_t h = atomic_load_relaxed(&q->xhead);
+  size_t h = mms_atomic_load_relaxed(&q->xhead);
   if (h == q->tail_cache) {
-    q->tail_cache = atomic_load_acquire(&q->xtail);
+    q->tail_cache = mms_atomic_load_acquire(&q->xtail);
     if (h == q->tail_cache) return false;
   }
   *out = q->cslots[h & q->cmask];
-  atomic_store_release(&q->xhead, h + 1);
+  mms_atomic_store_release(&q->xhead, h + 1);
   return true;
 }
 
 /* Consumer.  True when at least one item is ready (refreshes the cache). */
 static inline bool spsc_has_item(struct mm_spsc *q) {
-  size_t h = atomic_load_relaxed(&q->xhead);
+  size_t h = mms_atomic_load_relaxed(&q->xhead);
   if (h != q->tail_cache) return true;
-  q->tail_cache = atomic_load_acquire(&q->xtail);
+  q->tail_cache = mms_atomic_load_acquire(&q->xtail);
   return h != q->tail_cache;
 }
 
 /* Consumer. */
 static inline size_t spsc_pop_batch(struct mm_spsc *q, void **out, size_t max) {
-  size_t h = atomic_load_relaxed(&q->xhead);
+  size_t h = mms_atomic_load_relaxed(&q->xhead);
   size_t avail = q->tail_cache - h;
   if (avail < max) {
-    q->tail_cache = atomic_load_acquire(&q->xtail);
+    q->tail_cache = mms_atomic_load_acquire(&q->xtail);
     avail = q->tail_cache - h;
   }
   size_t k = max < avail ? max : avail;
@@ -171,14 +171,14 @@ static inline size_t spsc_pop_batch(struct mm_spsc *q, void **out, size_t max) {
   size_t first = cap - at < k ? cap - at : k;
   memcpy(out, &q->cslots[at], first * sizeof(void *));
   memcpy(out + first, &q->cslots[0], (k - first) * sizeof(void *));
-  atomic_store_release(&q->xhead, h + k);
+  mms_atomic_store_release(&q->xhead, h + k);
   return k;
 }
 
 /* Any thread: a snapshot, clamped to [0, capacity]. */
 static inline size_t spsc_size(const struct mm_spsc *q) {
-  size_t h = atomic_load_acquire(&((struct mm_spsc *)q)->xhead);
-  size_t t = atomic_load_acquire(&((struct mm_spsc *)q)->xtail);
+  size_t h = mms_atomic_load_acquire(&((struct mm_spsc *)q)->xhead);
+  size_t t = mms_atomic_load_acquire(&((struct mm_spsc *)q)->xtail);
   if (t < h) return 0;
   return t - h > q->pmask + 1 ? q->pmask + 1 : t - h;
 }

@@ -45,42 +45,44 @@
 
 typedef struct uring {
   struct mm_spsc q;
-  _Alignas(MM_CACHE_LINE) struct uring *_Atomic xnext; /* producer writes once */
-  _Alignas(MM_CACHE_LINE) void *slots[];
+  /* the producer writes it once */
+  _Alignas(MMS_CACHE_LINE) struct uring *_Atomic xnext;
+  _Alignas(MMS_CACHE_LINE) void *slots[];
 } uring_t;
 
-_Static_assert(offsetof(uring_t, xnext) % MM_CACHE_LINE == 0,
+_Static_assert(offsetof(uring_t, xnext) % MMS_CACHE_LINE == 0,
                "the link has a line of its own");
-_Static_assert(offsetof(uring_t, slots) % MM_CACHE_LINE == 0,
+_Static_assert(offsetof(uring_t, slots) % MMS_CACHE_LINE == 0,
                "slots start on a fresh line");
 
 struct mm_uspsc {
   /* producer's line */
-  _Alignas(MM_CACHE_LINE) uring_t *ptail; /* ring the producer pushes into */
+  _Alignas(MMS_CACHE_LINE) uring_t *ptail; /* ring the producer pushes into */
   _Atomic uint64_t xrings;  /* rings malloc'ed; producer writes, any reads */
   size_t ring_capacity;     /* const after init */
   struct mm_spsc *pcache;   /* const after init: producer pops rings here */
   /* consumer's line */
-  _Alignas(MM_CACHE_LINE) uring_t *chead; /* ring the consumer pops from */
+  _Alignas(MMS_CACHE_LINE) uring_t *chead; /* ring the consumer pops from */
   struct mm_spsc *ccache;   /* const after init: consumer pushes rings here */
 };
 
 _Static_assert(offsetof(struct mm_uspsc, chead) -
-                       offsetof(struct mm_uspsc, ptail) >= MM_CACHE_LINE,
+                       offsetof(struct mm_uspsc, ptail) >= MMS_CACHE_LINE,
                "producer and consumer state on separate lines");
 
 static uring_t *uring_new(mm_uspsc_t *q) {
   void *mem = NULL;
   size_t size = sizeof(uring_t) + q->ring_capacity * sizeof(void *);
-  if (posix_memalign(&mem, MM_CACHE_LINE, size) != 0) return NULL;
+  if (posix_memalign(&mem, MMS_CACHE_LINE, size) != 0) return NULL;
   /* Single writer: a load and a store, not an RMW. */
-  atomic_store_relaxed(&q->xrings, atomic_load_relaxed(&q->xrings) + 1);
+  mms_atomic_store_relaxed(&q->xrings,
+                           mms_atomic_load_relaxed(&q->xrings) + 1);
   return mem;
 }
 
 static void uring_reset(mm_uspsc_t *q, uring_t *r) {
   spsc_init(&r->q, r->slots, q->ring_capacity);
-  atomic_store_relaxed(&r->xnext, NULL);
+  mms_atomic_store_relaxed(&r->xnext, NULL);
 }
 
 mm_uspsc_t *mm_uspsc_create(size_t ring_capacity, size_t cache_rings) {
@@ -90,13 +92,13 @@ mm_uspsc_t *mm_uspsc_create(size_t ring_capacity, size_t cache_rings) {
     return NULL;
   }
   void *mem = NULL;
-  if (posix_memalign(&mem, MM_CACHE_LINE, sizeof(mm_uspsc_t)) != 0) {
+  if (posix_memalign(&mem, MMS_CACHE_LINE, sizeof(mm_uspsc_t)) != 0) {
     errno = ENOMEM;
     return NULL;
   }
   mm_uspsc_t *q = mem;
   q->ring_capacity = cap;
-  atomic_store_relaxed(&q->xrings, 0);
+  mms_atomic_store_relaxed(&q->xrings, 0);
   q->pcache = q->ccache = mm_spsc_create(cache_rings ? cache_rings : 4);
   uring_t *first = q->pcache ? uring_new(q) : NULL;
   if (!first) {
@@ -114,7 +116,7 @@ void mm_uspsc_destroy(mm_uspsc_t *q) {
   if (!q) return;
   uring_t *r = q->chead;
   while (r) {
-    uring_t *next = atomic_load_relaxed(&r->xnext);
+    uring_t *next = mms_atomic_load_relaxed(&r->xnext);
     free(r);
     r = next;
   }
@@ -134,7 +136,7 @@ static __attribute__((noinline)) uring_t *uspsc_grow(mm_uspsc_t *q) {
 }
 
 static void uspsc_link(mm_uspsc_t *q, uring_t *r) {
-  atomic_store_release(&q->ptail->xnext, r);
+  mms_atomic_store_release(&q->ptail->xnext, r);
   q->ptail = r;
 }
 
@@ -166,7 +168,7 @@ size_t mm_uspsc_push_batch(mm_uspsc_t *q, void *const *items, size_t n) {
 
 /* Consumer, slow path: chead looked empty.  Moves past drained rings. */
 static __attribute__((noinline)) bool uspsc_advance(mm_uspsc_t *q) {
-  uring_t *next = atomic_load_acquire(&q->chead->xnext);
+  uring_t *next = mms_atomic_load_acquire(&q->chead->xnext);
   if (!next) return false;
   if (spsc_has_item(&q->chead->q)) return true; /* pushed before the link */
   uring_t *old = q->chead;
@@ -193,10 +195,10 @@ size_t mm_uspsc_pop_batch(mm_uspsc_t *q, void **out, size_t max) {
 }
 
 uint64_t mm_uspsc_rings_allocated(const mm_uspsc_t *q) {
-  return atomic_load_relaxed(&((mm_uspsc_t *)q)->xrings);
+  return mms_atomic_load_relaxed(&((mm_uspsc_t *)q)->xrings);
 }
 
 bool uspsc_has_item(mm_uspsc_t *q) {
   return spsc_has_item(&q->chead->q) ||
-         atomic_load_acquire(&q->chead->xnext) != NULL;
+         mms_atomic_load_acquire(&q->chead->xnext) != NULL;
 }

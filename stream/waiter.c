@@ -22,8 +22,8 @@
 #endif
 
 void waiter_init(waiter_t *w) {
-  atomic_store_relaxed(&w->xwake, 0);
-  atomic_store_relaxed(&w->xsleeping, 0);
+  mms_atomic_store_relaxed(&w->xwake, 0);
+  mms_atomic_store_relaxed(&w->xsleeping, 0);
   w->parks = 0;
 }
 
@@ -45,7 +45,7 @@ static void futex_wait_bounded(_Atomic uint32_t *word, uint32_t expected,
 void waiter_wake(waiter_t *w) {
   /* Release: nothing needs to be published through xwake (the data went
    * through the queue); it only has to differ from the sleeper's seq. */
-  atomic_fetch_add_release(&w->xwake, 1);
+  mms_atomic_fetch_add_release(&w->xwake, 1);
 #ifdef __linux__
   syscall(SYS_futex, (uint32_t *)&w->xwake, FUTEX_WAKE_PRIVATE, 1, NULL,
           NULL, 0);
@@ -57,7 +57,7 @@ void backoff_wait(backoff_t *b, waiter_t *w, waiter_ready_fn ready,
   unsigned r = b->round;
   if (r < WAITER_SPIN_ROUNDS) {
     unsigned n = r < 5 ? 1u << r : 32u;
-    for (unsigned i = 0; i < n; i++) cpu_relax();
+    for (unsigned i = 0; i < n; i++) mms_cpu_relax();
     b->round = r + 1;
     return;
   }
@@ -71,15 +71,15 @@ void backoff_wait(backoff_t *b, waiter_t *w, waiter_ready_fn ready,
     nanosleep(&ts, NULL);
     return;
   }
-  uint32_t seq = atomic_load_acquire(&w->xwake);
-  atomic_store_relaxed(&w->xsleeping, 1);
+  uint32_t seq = mms_atomic_load_acquire(&w->xwake);
+  mms_atomic_store_relaxed(&w->xsleeping, 1);
   /* Orders the announcement before the re-check (see waiter.h). */
-  atomic_fence_seq_cst();
+  mms_atomic_fence_seq_cst();
   if (!ready(arg)) {
     w->parks++;
     futex_wait_bounded(&w->xwake, seq, WAITER_PARK_NS);
   }
-  atomic_store_relaxed(&w->xsleeping, 0);
+  mms_atomic_store_relaxed(&w->xsleeping, 0);
   /* Stay in the park phase: the caller re-checks, and if it was a timeout or
    * a wake meant for another condition, it parks again at once. */
 }

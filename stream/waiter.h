@@ -54,12 +54,13 @@
 #define WAITER_PARK_NS 1000000L
 
 typedef struct waiter {
-  _Alignas(MM_CACHE_LINE) _Atomic uint32_t xwake; /* futex word; wakers bump it */
+  /* the futex word; wakers bump it */
+  _Alignas(MMS_CACHE_LINE) _Atomic uint32_t xwake;
   _Atomic uint32_t xsleeping; /* 1 while the owner may be in futex_wait */
   uint64_t parks;             /* owner only: futex waits entered */
 } waiter_t;
 
-_Static_assert(sizeof(waiter_t) == MM_CACHE_LINE,
+_Static_assert(sizeof(waiter_t) == MMS_CACHE_LINE,
                "a waiter fills one cache line: neighbours read it on every notify");
 
 /* The state of one wait (one call of a blocking operation). */
@@ -79,7 +80,7 @@ void backoff_wait(backoff_t *b, waiter_t *w, waiter_ready_fn ready, void *arg);
 
 /* Fast path: a relaxed load; waiter_wake only when the owner parks. */
 static inline void waiter_notify(waiter_t *w) {
-  if (w && atomic_load_relaxed(&w->xsleeping)) waiter_wake(w);
+  if (w && mms_atomic_load_relaxed(&w->xsleeping)) waiter_wake(w);
 }
 
 #endif /* MM_STREAM_WAITER_H */

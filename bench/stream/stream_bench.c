@@ -1,7 +1,7 @@
 /* stream_bench.c — micro-benchmarks of mmalloc's streaming module, after
- * the FastFlow paper (Aldinucci et al., shared/seeds/002, section 3.1 and
- * Figure 3).  One binary, three workloads, one JSON object per line on
- * stdout; bench/stream/run.py runs the grid, repeats, and plots.
+ * the FastFlow paper (Aldinucci et al.; [FastFlow] in docs/sources.md,
+ * section 3.1 and Figure 3).  One binary, three workloads, one JSON object
+ * per line on stdout; bench/stream/run.py runs the grid, repeats, and plots.
  *
  *   queue   put/get cost between two threads: a producer pushes N items,
  *           a consumer pops them, through mm_queue_t of either kind (the

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/sw/run.py — GCUPS of the Smith-Waterman test-bed (build/mmsw) on
-the farm, after the FastFlow paper's Figure 4 (shared/seeds/002, section
-3.2: SWPS3 on pipes vs on FastFlow queues).
+the farm, after the FastFlow paper's Figure 4 ([FastFlow] in
+docs/sources.md, section 3.2: SWPS3 on pipes vs on FastFlow queues).
 
 What it measures, on one synthetic Swiss-Prot-like database made by
 tools/gen_protein_db.py (fixed seed), for queries of 100, 500, 1000 and

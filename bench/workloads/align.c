@@ -1,8 +1,9 @@
 /*
  * align — the allocation pattern of BWA-MEM (Li, "Aligning sequence reads,
  * clone sequences and assembly contigs with BWA-MEM", 2013), the program the
- * Mmalloc paper accelerates (shared/seeds/000).  A small aligner of its own,
- * not a wrapper: the real `bwa mem` runs separately (run.py's "bwa").
+ * Mmalloc paper accelerates ([Mmalloc] in docs/sources.md).  A small aligner
+ * of its own, not a wrapper: the real `bwa mem` runs separately (run.py's
+ * "bwa").
  *
  * Models: a read aligner working through batches of simulated reads.  The
  * main thread simulates a batch (read names and sequences malloc'ed one by

@@ -1,7 +1,7 @@
 /*
  * barnes — Barnes–Hut n-body simulation, as used by Streamflow (Schneider et
- * al., ISMM 2006; shared/seeds/001) after SPLASH-2's BARNES, with the octree
- * rebuilt from freshly allocated cells at every time step.
+ * al., ISMM 2006; [Streamflow] in docs/sources.md) after SPLASH-2's BARNES,
+ * with the octree rebuilt from freshly allocated cells at every time step.
  *
  * Models: a scientific code whose allocation is a small part of its work but
  * whose data structure is thrown away and rebuilt each step.  Per step: the

@@ -1,6 +1,6 @@
 /*
  * consume — Streamflow's producer–consumer benchmark "Consume" (Schneider
- * et al., ISMM 2006; shared/seeds/001).
+ * et al., ISMM 2006; [Streamflow] in docs/sources.md).
  *
  * Models: a producer thread that creates work items and consumer threads
  * that finish and discard them (a network stack, a task queue).  One producer

@@ -1,7 +1,7 @@
 /*
  * knary — Streamflow's "Knary" benchmark (Schneider et al., ISMM 2006;
- * shared/seeds/001), after the k-ary tree benchmark of Cilk-style
- * work-stealing runtimes.
+ * [Streamflow] in docs/sources.md), after the k-ary tree benchmark of
+ * Cilk-style work-stealing runtimes.
  *
  * Models: a divide-and-conquer program that builds a k-ary tree of `depth`
  * levels in parallel, walks it, and frees it.  The top `spawn` levels are

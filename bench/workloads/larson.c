@@ -1,7 +1,8 @@
 /*
  * larson — the Larson & Krishnan server model ("Memory Allocation for
  * Long-Running Server Applications", ISMM 1998), as run by the Hoard and
- * mimalloc-bench suites and by Streamflow (shared/seeds/001).
+ * mimalloc-bench suites and by Streamflow ([Streamflow] in
+ * docs/sources.md).
  *
  * Models: a server whose client threads come and go while the objects they
  * hold live on.  The main thread allocates every slot first (warm-up); then

@@ -1,8 +1,8 @@
 /*
  * mesh — parallel 2-D Delaunay refinement over subdomains, the allocation
  * pattern of the mesh generators studied in "Memory allocators for parallel
- * mesh generation" (PCDM, MPCDM, PDR; shared/seeds/004) and of Streamflow's
- * MPCDM runs (shared/seeds/001).
+ * mesh generation" (PCDM, MPCDM, PDR; [MeshAlloc] in docs/sources.md) and
+ * of Streamflow's MPCDM runs ([Streamflow]).
  *
  * Models: a domain of T unit squares (a cols x rows grid, T = threads), one
  * subdomain per thread.  Each thread triangulates its square, inserts

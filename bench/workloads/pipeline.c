@@ -1,8 +1,8 @@
 /*
  * pipeline — a deduplicating compressor built as a pipeline, after PARSEC's
  * dedup, the program on which "Is the heap manager important to many
- * cores?" (shared/seeds/003) finds the largest differences between
- * allocators.
+ * cores?" ([HeapStudy] in docs/sources.md) finds the largest differences
+ * between allocators.
  *
  * Models: five stages connected by bounded queues.
  *   fragment (1 thread)  fills large buffers (1 MiB) with a synthetic stream

@@ -1,8 +1,8 @@
 /*
  * realloc-grow — vectors grown by doubling realloc from 16 bytes to 64 MiB:
  * the memory-increment pattern that motivates Mmalloc's interval tree and
- * its in-place growth of large blocks (shared/seeds/000: storage-intensive
- * bioinformatics code grows its buffers as it goes).
+ * its in-place growth of large blocks ([Mmalloc] in docs/sources.md:
+ * storage-intensive bioinformatics code grows its buffers as it goes).
  *
  * Models: each thread grows `live` vectors at once, in turn, each by
  * doubling realloc from 16 bytes up to `max` bytes, writing the new half as

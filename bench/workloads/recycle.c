@@ -1,7 +1,7 @@
 /*
  * recycle — Streamflow's "Recycle" benchmark (Schneider, Antonopoulos,
  * Nikolopoulos, "Scalable Locality-Conscious Multithreaded Memory
- * Allocation", ISMM 2006; shared/seeds/001).
+ * Allocation", ISMM 2006; [Streamflow] in docs/sources.md).
  *
  * Models: threads that allocate and free small objects at a high rate with no
  * sharing at all.  Each thread mallocs objects of random size in [min, max)

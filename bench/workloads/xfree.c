@@ -1,8 +1,8 @@
 /*
  * xfree — the asymmetric extreme of cross-thread freeing, as in
  * mimalloc-bench's "xmalloc-test" (after Lever & Boreham's xmalloc) and the
- * FastFlow allocator's motivation (shared/seeds/002): threads that only
- * allocate and threads that only free.
+ * FastFlow allocator's motivation ([FastFlow] in docs/sources.md): threads
+ * that only allocate and threads that only free.
  *
  * Models: P producer threads that malloc 64-byte objects and nothing else,
  * and P freeing threads that free them and nothing else; producer i hands

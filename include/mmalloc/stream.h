@@ -1,9 +1,9 @@
 /* mmalloc/stream.h — the public API of mmalloc's streaming module.
  *
  * The module is FastFlow's idea (Aldinucci et al., "Efficient streaming
- * applications on multi-core with FastFlow", shared/seeds/002) in C11:
- * streaming networks built from lock-free single-producer/single-consumer
- * (SPSC) queues, where every many-to-one or one-to-many edge is arbitrated
+ * applications on multi-core with FastFlow"; [FastFlow] in docs/sources.md)
+ * in C11: streaming networks built from lock-free
+ * single-producer/single-consumer (SPSC) queues, where every many-to-one or one-to-many edge is arbitrated
  * by an active thread (the emitter or the collector of a farm) instead of by
  * atomic read-modify-write operations.  It is built as the static library
  * `mmstream` (CMake target `mmstream`); it needs libc and pthreads only and

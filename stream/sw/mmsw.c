@@ -3,7 +3,7 @@
  *
  * Layer: program; uses stream/sw (kernels, FASTA, matrices) and the farm of
  * include/mmalloc/stream.h.  This is the FastFlow paper's SWPS3 port
- * (shared/seeds/002, section 3.2) on our farm:
+ * ([FastFlow] in docs/sources.md, section 3.2) on our farm:
  *
  *   emitter (reads DB.fa,      workers (striped SW,       collector (prints
  *   one task per sequence) --> score one task each) --> "score\tname" in
