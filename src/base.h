@@ -42,8 +42,9 @@
  *                a per-process secret) that catches double frees.
  *
  * The layers, lowest first; a header includes headers of its own layer or
- * lower ones only, and test/layers/check_layers.py (a ctest) fails the build
- * of the tests on an upward include:
+ * lower ones only; test/structure/check_layers.py (a ctest) reads this table
+ * and fails on an upward include, and on a *_parts.h (a layer's private
+ * header) included from another layer:
  *
  *   base         config.h atomic.h base.h
  *   os           os.h debug.h lock.h options.h       os.c format.c lock.c options.c

@@ -52,7 +52,7 @@ size_t guarded_datablocks(size_t n) { return n + (options.secure ? 1 : 0); }
  * free neighbours.  e's flags, freed_at and dirty must be set (and dirty
  * counted in dirty_datablocks).  Returns the extent that now holds e's datablocks. */
 extent_t *extent_insert_free(local_heap_t *h, extent_t *e) {
-  mm_assert_internal(local_heap_locked(h));
+  mm_assert_internal(local_heap_locked(h) && local_heap_of_extent(e) == h);
   mm_assert_internal(e->kind != MM_EXTENT_FREE && !e->next && !e->prev);
   extent_unguard(e);
   slot_t *slot = slot_of_extent(e);
@@ -384,6 +384,7 @@ extent_t *extent_alloc(local_heap_t *h, size_t n, size_t align_datablocks, bool 
  * says nothing, so commit the exact range.  False leaves everything as it
  * was (realloc then moves the block).  Lock held. */
 bool extent_grow_commit(slot_t *slot, extent_t *r, uintptr_t end, size_t more) {
+  mm_assert_internal(local_heap_locked(&mm_heaps[slot->heap]) && r->kind == MM_EXTENT_FREE);
   void *p = (void *)end;
   size_t bytes = more << MM_DATABLOCK_SHIFT;
   if (r->flags & MM_EXTENT_UNMAPPED) {

@@ -65,6 +65,7 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
 /* Free a LARGE extent.  The caller checked it without the lock; a racing
  * double free is caught here. */
 void local_heap_free_large(extent_t *e) {
+  mm_assert(!slot_of_extent(e)->huge);
   local_heap_t *h = local_heap_of_extent(e);
   uintptr_t start = e->node.start;
   uint32_t now = os_now_ms();
@@ -88,6 +89,7 @@ void local_heap_free_large(extent_t *e) {
  * tail back, grow by taking the free extent right behind it.  False when it
  * cannot grow in place (nothing changed). */
 bool local_heap_resize_large(extent_t *e, size_t size) {
+  mm_assert(e->kind == MM_EXTENT_LARGE && !slot_of_extent(e)->huge);
   if (e->flags & MM_EXTENT_GUARD) return false; /* secure mode: realloc moves */
   local_heap_t *h = local_heap_of_extent(e);
   slot_t *slot = slot_of_extent(e);
@@ -222,6 +224,7 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zer
  * when the cache is full); the purge unmaps entries idle for the delay.
  * A second free finds it CACHED and is reported. */
 void local_heap_free_huge(extent_t *e) {
+  mm_assert(slot_of_extent(e)->huge);
   local_heap_t *h = local_heap_of_extent(e);
   uintptr_t start = e->node.start;
   size_t bytes = e->node.ndatablocks << MM_DATABLOCK_SHIFT;

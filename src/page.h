@@ -150,6 +150,7 @@ MM_INLINE void *page_take_block(extent_t *page, block_t *b, block_t *next) {
 void *page_pop_checked(extent_t *page);
 /* Pop a block from a page whose free list is not empty (owner only). */
 MM_INLINE void *page_pop(extent_t *page) {
+  mm_assert(page->free != NULL);
   if (unlikely(mm_slow_only)) return page_pop_checked(page);
   block_t *b = page->free;
   return page_take_block(page, b, b->next);

@@ -60,6 +60,7 @@ static extent_t *cache_take(local_heap_t *h, size_t n, page_claim_fn *claim, voi
  * thread on one CPU replacing objects a thread on another allocated would
  * otherwise do.  Try-lock only: never waits while holding h. */
 static extent_t *cache_borrow(local_heap_t *h, size_t n, page_claim_fn *claim, void *arg) {
+  mm_assert_internal(local_heap_locked(h));
   for (uint32_t i = 1; i < mm_nheaps; i++) {
     local_heap_t *g = &mm_heaps[(h->index + i) % mm_nheaps];
     if (!atomic_load_relaxed(&g->xcached) || !local_heap_trylock(g)) continue;

@@ -143,7 +143,8 @@ static void slot_header_init(slot_t *slot, uint32_t heap, uint32_t huge,
 
 /* A new slot for local heap `heap`, with its whole data area as one FREE
  * extent (returned in *free_out, not yet in any tree).  The caller holds the
- * heap's lock.  NULL with errno ENOMEM when the OS refuses. */
+ * heap's lock (the region cannot name it: extent.c, which calls, asserts
+ * it).  NULL with errno ENOMEM when the OS refuses. */
 slot_t *region_slot_new(uint32_t heap, extent_t **free_out) {
   void *base = os_reserve(MM_SLOT_SIZE, MM_SLOT_SIZE);
   if (!base) {
@@ -186,7 +187,7 @@ size_t region_slot_data_datablocks(void) {
 }
 
 /* Unmap a slot whose data area is one FREE extent (already out of the
- * tree).  Caller holds the heap's lock. */
+ * tree).  Caller holds the heap's lock (asserted in extent.c). */
 void region_slot_release(slot_t *slot) {
   uintptr_t base = (uintptr_t)slot;
   uintptr_t size = slot->size;

@@ -55,6 +55,7 @@ bool remote_is_valid(thread_heap_t *th, char *why, size_t why_size);
  * says something waits, note the time (an idle heap's full pages are taken
  * over by other threads, remote.c), and now and then the heartbeat. */
 MM_INLINE void thread_heap_beat(thread_heap_t *th) {
+  mm_assert_internal(thread_heap_locked(th));
   if (remote_inbox_waiting(th)) remote_take_inbox(th);
   uint32_t now = os_now_ms();
   if (atomic_load_relaxed(&th->xactive_ms) != now) atomic_store_relaxed(&th->xactive_ms, now);

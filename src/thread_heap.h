@@ -5,7 +5,7 @@
  * thread_heap_malloc_fast and thread_heap_free_fast.  What they fall back
  * to is declared here too and lives in the files named in the tree.
  *
- * Call tree, fast path first (test/layers/check_call_tree.py checks that
+ * Call tree, fast path first (test/structure/check_call_tree.py checks that
  * every function named between the two rules exists in src/):
  *
  * ---- call tree ----
@@ -20,19 +20,21 @@
  *         checked modes: alloc_checked
  *         holding the heap's lock (thread_heap_lock):
  *         thread_heap_beat (remote.h): take the inbox if lane 0 says so
- *           (remote_take_inbox); every MM_HEARTBEAT_MS the heartbeat
- *           (remote.c: hand over batches, retire idle pages, sweep dead
- *           heaps' inboxes, purge due local heaps)
+ *           (remote_take_inbox); every MM_HEARTBEAT_MS remote_heartbeat:
+ *           hand over batches, retire idle pages, free what reached dead
+ *           heaps' inboxes (remote_dead_take), local_heap_purge_due
  *         n <= 32 KiB: alloc_class
  *             walk queue[c]: page_refill (local frees, then fresh blocks)
  *             or move to the full list; none left: thread_heap_new_page
  *             (adopt an abandoned page, or local_heap_take_page_block)
- *         else thread_heap_alloc_big: local_heap_alloc_large / _huge
+ *         else thread_heap_alloc_big: local_heap_alloc_large or
+ *             local_heap_alloc_huge, after the lock is released
  *
  *   free(p)
  *   └ thread_heap_free_fast                     MM_FAST_PATH, this file
  *       p in a heap slot, its page's tag is this thread's id, p at a carved
- *       block boundary and not already free: push on local_free, used--
+ *       block boundary and not already free: push on the page's local free
+ *       list, used--
  *       used reached 0: thread_heap_page_empty_slow (retire the page
  *       unless it is its class's current one)
  *     ├ thread_heap_free_other      (page's tag not ours) remote.c, noinline
@@ -170,6 +172,7 @@ bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size);
 /* Free b (its canary set) into page, which th owns (holding th's lock).
  * A full page comes back into its queue; an empty one may go home. */
 MM_INLINE void thread_heap_free_local(thread_heap_t *th, extent_t *page, block_t *b) {
+  mm_assert_internal(thread_heap_locked(th) && page_owner(page) == th && page->used > 0);
   page_push_local(page, b);
   if (page_is_full(page)) {
     unsigned c = page->size_class;

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""check_standalone.py — the repository stands alone: nothing in it sends a
+reader to a document outside the clone, and every relative link in a
+Markdown file leads to a file that exists.
+
+Outside documents are the project's planning notes and the source papers'
+texts, which live beside the repository on the developers' machines, not
+in it: paths into a sibling "shared" directory, the seed texts, and the
+planning notes by name.  docs/sources.md cites the papers instead; docs/
+holds the design and the conventions.
+
+usage: check_standalone.py REPO_ROOT      check the tree (files under .git
+                                          and build directories are skipped)
+       check_standalone.py --self-test    a planted reference and a broken
+                                          link must both be caught
+"""
+import os
+import re
+import sys
+import tempfile
+
+# Spelled in pieces so that this file does not match itself.
+OUTSIDE = [re.compile(p) for p in (
+    r"\.\./" + "shared\\b", r"\b" + "shared/" + "seeds", r"\bshared/" + "[A-Z]+\\.md",
+    r"\b" + "STYLE" + r"\.md", r"\b" + "DESIGN" + r"\.md", r"\b" + "SOURCES" + r"\.md")]
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s#]+)(?:#[^)]*)?\)")
+SKIP_DIRS = {".git", "__pycache__"}
+TEXT = (".c", ".h", ".cpp", ".py", ".sh", ".md", ".txt", ".cmake", ".in", ".json", ".rs",
+        ".toml", "Makefile", "CMakeLists.txt", "run", ".dict")
+
+
+def files(root):
+    for d, dirs, names in os.walk(root):
+        dirs[:] = [x for x in dirs if x not in SKIP_DIRS and not x.startswith("build")]
+        for n in names:
+            if n.endswith(TEXT):
+                yield os.path.join(d, n)
+
+
+def check(root):
+    problems = []
+    for path in files(root):
+        rel = os.path.relpath(path, root)
+        try:
+            text = open(path, encoding="utf-8").read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            for p in OUTSIDE:
+                if p.search(line):
+                    problems.append("%s:%d: refers outside the repository: %s"
+                                    % (rel, n, line.strip()[:100]))
+        if path.endswith(".md"):
+            for m in LINK.finditer(text):
+                target = m.group(1)
+                if re.match(r"[a-z]+:", target):
+                    continue  # a URL
+                if not os.path.exists(os.path.join(os.path.dirname(path), target)):
+                    problems.append("%s: link to %s, which does not exist" % (rel, target))
+    return problems
+
+
+def self_test():
+    failures = 0
+    cases = {"clean": ("see [the design](docs/design.md)\n", None),
+             "outside": ("the plan: " + "../" + "shared/" + "DESIGN" + ".md\n", "outside"),
+             "broken link": ("see [gone](docs/nothing.md)\n", "does not exist")}
+    for name, (readme, want) in cases.items():
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "docs"))
+            open(os.path.join(d, "docs", "design.md"), "w").write("# design\n")
+            open(os.path.join(d, "README.md"), "w").write(readme)
+            got = check(d)
+            ok = (not got) if want is None else any(want in p for p in got)
+            print("self-test %-12s %s" % (name, "ok" if ok else "WRONG: %s" % got))
+            failures += not ok
+    return failures
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return 1 if self_test() else 0
+    if len(sys.argv) != 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    problems = check(sys.argv[1])
+    for p in problems:
+        print("check_standalone: " + p, file=sys.stderr)
+    if not problems:
+        print("check_standalone: no reference leaves the repository; every Markdown link resolves")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
