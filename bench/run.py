@@ -18,6 +18,11 @@ environment.txt, report.md and PNG plots (bench/report.py).
 
 Standard library only; matplotlib for the plots (skipped, and said so, when
 it is missing).
+
+main() reads top to bottom: plan (the Jobs), allocator discovery
+(allocators.py), bwa's inputs, environment.txt, run_matrix (run_one per run:
+run_workload, or run_bwa for the real program), settle_checksums, the
+callgrind counts, then report.write.
 """
 
 import argparse
@@ -53,6 +58,7 @@ CSV_FIELDS = ["workload", "allocator", "threads", "rep", "order", "status", "exi
 
 
 def log(msg):
+    """A progress or warning line on stderr."""
     sys.stderr.write(msg + "\n")
     sys.stderr.flush()
 
@@ -172,6 +178,7 @@ def run_child(cmd, env, timeout, stdout_path=None):
 
 
 def parse_json_line(text):
+    """The last JSON object line of a workload's stdout, None when there is none or it is bad."""
     for line in reversed(text.strip().splitlines()):
         line = line.strip()
         if line.startswith("{"):
@@ -187,6 +194,8 @@ def parse_json_line(text):
 # --------------------------------------------------------------------------
 
 class Job:
+    """One workload at one thread count: what each repetition runs on every allocator."""
+
     def __init__(self, workload, threads, cmd_args, kind="workload"):
         self.workload = workload
         self.threads = threads
@@ -211,6 +220,7 @@ def find_build(build_dir, log_fn):
 
 
 def plan(args):
+    """The mode, the thread counts and the list of Jobs the options ask for."""
     mode = "tiny" if args.tiny else "full" if args.full else "quick"
     threads = args.threads or (suite.THREADS_FULL if mode == "full" else suite.THREADS_QUICK)
     if mode == "tiny" and not args.threads:
@@ -232,11 +242,47 @@ def plan(args):
     return mode, threads, jobs
 
 
+def fill_defaults(args, mode):
+    """The mode's repetitions and per-run timeout (into args.timeout) where not given."""
+    reps = args.reps or (suite.REPS_FULL if mode == "full" else
+                         2 if mode == "tiny" else suite.REPS_QUICK)
+    if args.timeout is None:
+        args.timeout = 900.0 if mode == "full" else 120.0
+    return reps
+
+
+def output_dir(args):
+    """The results directory, made if needed: --out, else bench/results/<date>-<host>."""
+    host = socket.gethostname().split(".")[0]
+    out = args.out or os.path.join(HERE, "results", "%s-%s" % (
+        datetime.datetime.now().strftime("%Y-%m-%d-%H%M"), host))
+    os.makedirs(out, exist_ok=True)
+    return out
+
+
+def prepare_bwa(jobs, mode, notes):
+    """bwa's inputs, made once and cached; or bwa's jobs dropped, with a note, without tools."""
+    if not any(j.kind == "bwa" for j in jobs):
+        return jobs, None
+    lacking = bwa_data.tools_missing()
+    if lacking:
+        notes.append("bwa skipped: %s not installed (apt-get install bwa dwgsim)"
+                     % " ".join(lacking))
+        log(notes[-1])
+        return [j for j in jobs if j.kind != "bwa"], None
+    p = suite.BWA[mode]
+    bwa_inputs = bwa_data.prepare(os.path.join(HERE, "data"), p["genome_bp"], p["pairs"], log)
+    notes.append("bwa input: %.1f Mbp synthetic genome, %d read pairs of %d bp (dwgsim -z %d)"
+                 % (p["genome_bp"] / 1e6, p["pairs"], bwa_data.READ_LEN, bwa_data.DWGSIM_SEED))
+    return jobs, bwa_inputs
+
+
 # --------------------------------------------------------------------------
 # environment
 # --------------------------------------------------------------------------
 
 def sh(cmd):
+    """A shell command's stripped stdout; '' when it cannot run."""
     try:
         r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30)
         return r.stdout.strip()
@@ -245,6 +291,13 @@ def sh(cmd):
 
 
 def environment(allocs, missing, notes, mode, threads, reps, jobs, build, args):
+    """environment.txt as first written: the machine, then what this run measures."""
+    return "\n".join(machine_lines(build) + [""] +
+                     run_lines(allocs, missing, notes, mode, threads, reps, jobs, args)) + "\n"
+
+
+def machine_lines(build):
+    """The machine, its software, the commit and the build: environment.txt's first part."""
     lines = []
     add = lines.append
     add("date: %s" % datetime.datetime.now().astimezone().isoformat(timespec="seconds"))
@@ -275,20 +328,36 @@ def environment(allocs, missing, notes, mode, threads, reps, jobs, build, args):
                           else ""))
     add("build directory: %s" % build)
     add("load average at start: %s" % sh("cat /proc/loadavg"))
-    add("")
-    add("mode: %s; threads: %s; repetitions: %d; per-run timeout: %gs"
-        % (mode, " ".join(map(str, threads)), reps, args.timeout))
-    add("workloads: %s" % " ".join(sorted({j.workload for j in jobs}, key=lambda w: [
-        j.workload for j in jobs].index(w))))
-    add("")
-    add("allocators:")
+    return lines
+
+
+def run_lines(allocs, missing, notes, mode, threads, reps, jobs, args):
+    """What this run measures, allocators and notes: environment.txt's second part."""
+    lines = ["mode: %s; threads: %s; repetitions: %d; per-run timeout: %gs"
+             % (mode, " ".join(map(str, threads)), reps, args.timeout),
+             "workloads: %s" % " ".join(sorted({j.workload for j in jobs}, key=lambda w: [
+                 j.workload for j in jobs].index(w))),
+             "", "allocators:"]
     for a in allocs:
-        add("  %-10s %-55s %s" % (a.name, a.path or "(no LD_PRELOAD)", a.version))
+        lines.append("  %-10s %-55s %s" % (a.name, a.path or "(no LD_PRELOAD)", a.version))
     for name, pkg, why in missing:
-        add("  %-10s MISSING: %s" % (name, why))
+        lines.append("  %-10s MISSING: %s" % (name, why))
     for n in notes:
-        add("note: %s" % n)
-    return "\n".join(lines) + "\n"
+        lines.append("note: %s" % n)
+    return lines
+
+
+def write_environment(out, env_text):
+    """Writes environment.txt as known before the runs."""
+    with open(os.path.join(out, "environment.txt"), "w") as f:
+        f.write(env_text)
+
+
+def finish_environment(out, t_start):
+    """Appends the load average at the end and the total time to environment.txt."""
+    with open(os.path.join(out, "environment.txt"), "a") as f:
+        f.write("load average at end: %s\n" % sh("cat /proc/loadavg"))
+        f.write("total time: %.0f s\n" % (time.monotonic() - t_start))
 
 
 # --------------------------------------------------------------------------
@@ -296,6 +365,7 @@ def environment(allocs, missing, notes, mode, threads, reps, jobs, build, args):
 # --------------------------------------------------------------------------
 
 def write_csv(path, rows):
+    """Writes results.csv atomically (rewritten after every run, so a crash loses nothing)."""
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
@@ -304,6 +374,174 @@ def write_csv(path, rows):
             w.writerow(r)
     os.replace(tmp, path)
 
+
+class AdaptiveTimeout:
+    """The per-run limit, so that a hang does not eat the budget.
+
+    Once some allocator has done a job, the limit is 20x its slowest ok wall
+    time (at least 15 s, at most --timeout); after MAX_TIMEOUTS timeouts on
+    a workload an allocator's further runs of it are recorded as skipped.
+    """
+
+    MAX_TIMEOUTS = 2
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        self.slowest = {}     # (workload, threads) -> slowest ok wall time
+        self.timeouts = {}    # (workload, allocator) -> runs timed out
+
+    def limit(self, job):
+        """The timeout for the next run of job."""
+        seen = self.slowest.get((job.workload, job.threads))
+        return min(self.timeout, max(15.0, 20 * seen)) if seen else self.timeout
+
+    def gave_up(self, job, alloc):
+        """Whether alloc timed out on job's workload too often to run it again."""
+        return self.timeouts.get((job.workload, alloc.name), 0) >= self.MAX_TIMEOUTS
+
+    def record(self, job, alloc, row):
+        """Learns from a finished run: a timeout counts, an ok wall time raises the limit."""
+        if row["status"] == "timeout":
+            key = (job.workload, alloc.name)
+            self.timeouts[key] = self.timeouts.get(key, 0) + 1
+        elif row["status"] == "ok":
+            key = (job.workload, job.threads)
+            self.slowest[key] = max(self.slowest.get(key, 0), float(row["wall_s"]))
+
+
+def allocator_order(allocs, rep, shuffle):
+    """The allocators' order in repetition rep: rotated, then the tail shuffled."""
+    # rotating makes every allocator go first once; shuffling the tail with a
+    # fixed seed keeps any allocator from always following the same one
+    k = rep % len(allocs)
+    order = allocs[k:] + allocs[:k]
+    tail = order[1:]
+    shuffle.shuffle(tail)
+    return order[:1] + tail
+
+
+def run_matrix(jobs, reps, allocs, bindir, bwa_inputs, args, csv_path, t_start):
+    """Every job x repetition x allocator, results.csv rewritten after each; Ctrl-C stops early."""
+    base_env = dict(os.environ, LC_ALL="C")
+    rows = []
+    total = len(jobs) * reps * len(allocs)
+    shuffle = random.Random(args.seed)
+    pacer = AdaptiveTimeout(args.timeout)
+    sam_tmp = tempfile.mkdtemp(prefix="mm-bench-sam-")
+    try:
+        for job in jobs:
+            for rep in range(reps):
+                for pos, alloc in enumerate(allocator_order(allocs, rep, shuffle)):
+                    limit = pacer.limit(job)
+                    if pacer.gave_up(job, alloc):
+                        row = skipped_row(job, alloc, rep, pos, "not run: %d earlier runs of "
+                                          "this workload on %s timed out"
+                                          % (pacer.MAX_TIMEOUTS, alloc.name))
+                    else:
+                        row = run_one(job, alloc, rep, pos, bindir, base_env, limit,
+                                      bwa_inputs, sam_tmp)
+                    pacer.record(job, alloc, row)
+                    rows.append(row)
+                    write_csv(csv_path, rows)
+                    log_progress(len(rows), total, job, alloc, rep, reps, row, t_start)
+    except KeyboardInterrupt:
+        log("interrupted: writing the report of the runs done so far")
+    finally:
+        shutil.rmtree(sam_tmp, ignore_errors=True)
+    return rows
+
+
+def log_progress(n, total, job, alloc, rep, reps, row, t_start):
+    """The progress line of run n of total on stderr."""
+    el = time.monotonic() - t_start
+    log("[%4d/%d] %-13s %-10s T=%-3d rep %d/%d  %6.2fs  %-8s elapsed %dm%02ds%s"
+        % (n, total, job.workload, alloc.name, job.threads, rep + 1, reps,
+           float(row["seconds"] or row["wall_s"] or 0), row["status"],
+           el // 60, el % 60,
+           ("  " + row["detail"][:80]) if row["status"] != "ok" else ""))
+
+
+def skipped_row(job, alloc, rep, pos, why):
+    """The row of a run not made, saying why."""
+    row = {k: "" for k in CSV_FIELDS}
+    row.update({"workload": job.workload, "allocator": alloc.name, "threads": job.threads,
+                "rep": rep + 1, "order": pos + 1, "status": "skipped", "detail": why,
+                "started": datetime.datetime.now().isoformat(timespec="seconds")})
+    return row
+
+
+def run_one(job, alloc, rep, pos, bindir, base_env, timeout, bwa_inputs, sam_tmp):
+    """One run of job on alloc: its CSV row, whatever happened."""
+    env = alloc.env(base_env)
+    started = datetime.datetime.now().isoformat(timespec="seconds")
+    row = {"workload": job.workload, "allocator": alloc.name, "threads": job.threads,
+           "rep": rep + 1, "order": pos + 1, "started": started, "checksum": "",
+           "checksum_ok": "", "seconds": "", "ops": "", "ops_per_sec": "", "detail": ""}
+    if job.kind == "bwa":
+        r = run_bwa(job, env, timeout, row, bwa_inputs, sam_tmp)
+    else:
+        r = run_workload(job, env, timeout, row, bindir)
+    copy_measurements(row, r)
+    return row
+
+
+def run_workload(job, env, timeout, row, bindir):
+    """A suite workload, its JSON line's time, ops and checksum put in row; run_child's dict."""
+    cmd = [os.path.join(bindir, job.workload), "threads=%d" % job.threads] + job.args
+    row["args"] = " ".join(cmd[1:])
+    r = run_child(cmd, env, timeout)
+    if r["status"] == "ok":
+        j = parse_json_line(r["stdout"])
+        if not j or "checksum" not in j or "seconds" not in j:
+            r["status"], r["detail"] = "bad-output", "no JSON result line"
+        else:
+            row["checksum"] = j["checksum"]
+            row["seconds"] = "%.6f" % j["seconds"]
+            row["ops"] = j.get("ops", "")
+            row["ops_per_sec"] = "%.1f" % j.get("ops_per_sec", 0)
+    return r
+
+
+def run_bwa(job, env, timeout, row, bwa_inputs, sam_tmp):
+    """bwa mem, wall time, SAM records (ops) and digest (checksum) put in row; run_child's dict."""
+    ref, r1, r2 = bwa_inputs
+    cmd = bwa_data.command(job.threads, ref, r1, r2)
+    sam = os.path.join(sam_tmp, "out.sam")
+    r = run_child(cmd, env, timeout, stdout_path=sam)
+    row["args"] = " ".join(cmd[1:6])
+    if r["status"] == "ok":
+        try:
+            digest, records, mapped = bwa_data.sam_summary(sam)
+            row["checksum"] = digest
+            row["ops"] = records
+            row["seconds"] = "%.6f" % r["wall_s"]
+            row["ops_per_sec"] = "%.1f" % (records / r["wall_s"]) if r["wall_s"] else ""
+            if records == 0:
+                r["status"], r["detail"] = "bad-output", "no SAM records"
+            else:
+                row["detail"] = "%d of %d records mapped" % (mapped, records)
+        except (OSError, ValueError) as e:
+            r["status"], r["detail"] = "bad-output", "unreadable SAM: %s" % e
+    if os.path.exists(sam):
+        os.unlink(sam)
+    return r
+
+
+def copy_measurements(row, r):
+    """Copies run_child's status and rusage measurements into the CSV row."""
+    for k in ("status", "exit_code", "signal"):
+        row[k] = r.get(k, "")
+    if r.get("detail"):
+        row["detail"] = r["detail"]
+    for k in ("wall_s", "user_s", "sys_s"):
+        row[k] = "%.4f" % r[k] if k in r else ""
+    for k in ("maxrss_kb", "minflt", "majflt", "nvcsw", "nivcsw"):
+        row[k] = r.get(k, "")
+
+
+# --------------------------------------------------------------------------
+# after the runs
+# --------------------------------------------------------------------------
 
 def settle_checksums(rows):
     """Marks runs whose checksum disagrees with the others for the same work.
@@ -338,7 +576,39 @@ def settle_checksums(rows):
                 r["detail"] = "checksum %s, others agree on %s" % (r["checksum"], ref)
 
 
-def main(argv=None):
+def fastpath_counts(args, mode, allocs, bindir, out, notes):
+    """The callgrind fast-path counts, also written to fastpath.csv; {} (and a note) if skipped."""
+    fast = {}
+    if args.no_callgrind:
+        return fast
+    if not callgrind.available():
+        notes.append("fast-path counts skipped: valgrind not installed")
+        return fast
+    sizes = suite.FASTPATH_SIZES
+    batches = suite.FASTPATH_BATCHES[mode]
+    for a in allocs:
+        log("callgrind: %s, sizes %s, %d batches of 64" % (a.name, sizes, batches))
+        fast[a.name] = callgrind.measure(os.path.join(bindir, "fastpath"), a, sizes, batches)
+    write_fastpath_csv(os.path.join(out, "fastpath.csv"), fast)
+    return fast
+
+
+def write_fastpath_csv(path, fast):
+    """Writes fastpath.csv: allocator, size, instructions per malloc+free pair (or the error)."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["allocator", "size", "instructions_per_pair"])
+        for a, d in fast.items():
+            for s, v in d.items():
+                w.writerow([a, s, "%.1f" % v if isinstance(v, float) else v])
+
+
+# --------------------------------------------------------------------------
+# the command line
+# --------------------------------------------------------------------------
+
+def parse_args(argv):
+    """The command-line options (python3 bench/run.py --help)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true", help="the whole matrix (make bench FULL=1)")
@@ -364,26 +634,23 @@ def main(argv=None):
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     ap.add_argument("--seed", type=int, default=1, help="seed of the allocator order shuffle")
     ap.add_argument("--list", action="store_true", help="list workloads and allocators, exit")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
-    mode, threads, jobs = plan(args)
-    reps = args.reps or (suite.REPS_FULL if mode == "full" else
-                         2 if mode == "tiny" else suite.REPS_QUICK)
-    if args.timeout is None:
-        args.timeout = 900.0 if mode == "full" else 120.0
 
-    allocs, missing, notes = allocators.discover(args.build_dir, args.alloc, args.allocs,
-                                                 install=not args.no_install, log=log)
-    if args.list:
-        for name in suite.all_names():
-            summary = suite.BWA["summary"] if name == "bwa" else suite.WORKLOADS[name][0]
-            print("%-14s %s" % (name, summary))
-        print()
-        for a in allocs:
-            print("%-10s %s  %s" % (a.name, a.path or "(glibc, no preload)", a.version))
-        for name, _, why in missing:
-            print("%-10s missing: %s" % (name, why))
-        return 0
+def print_list(allocs, missing):
+    """--list: the workloads with their summaries, then the allocators found and missing."""
+    for name in suite.all_names():
+        summary = suite.BWA["summary"] if name == "bwa" else suite.WORKLOADS[name][0]
+        print("%-14s %s" % (name, summary))
+    print()
+    for a in allocs:
+        print("%-10s %s  %s" % (a.name, a.path or "(glibc, no preload)", a.version))
+    for name, _, why in missing:
+        print("%-10s missing: %s" % (name, why))
+
+
+def announce_allocators(allocs, missing, notes):
+    """Logs the allocators not measured and discovery's notes; exits if none is left."""
     for name, _, why in missing:
         log("allocator %s not measured: %s" % (name, why))
     for n in notes:
@@ -391,110 +658,32 @@ def main(argv=None):
     if not allocs:
         raise SystemExit("no allocator to measure")
 
+
+def main(argv=None):
+    """make bench: plan, run every job on every allocator, then write the results and report."""
+    args = parse_args(argv)
+    mode, threads, jobs = plan(args)
+    reps = fill_defaults(args, mode)
+    allocs, missing, notes = allocators.discover(args.build_dir, args.alloc, args.allocs,
+                                                 install=not args.no_install, log=log)
+    if args.list:
+        print_list(allocs, missing)
+        return 0
+    announce_allocators(allocs, missing, notes)
     build = find_build(args.build_dir, log)
     bindir = os.path.join(build, "bench")
-    host = socket.gethostname().split(".")[0]
-    out = args.out or os.path.join(HERE, "results", "%s-%s" % (
-        datetime.datetime.now().strftime("%Y-%m-%d-%H%M"), host))
-    os.makedirs(out, exist_ok=True)
-    data_dir = os.path.join(HERE, "data")
-
-    # bwa's inputs, made once and cached
-    bwa_inputs = None
-    if any(j.kind == "bwa" for j in jobs):
-        lacking = bwa_data.tools_missing()
-        if lacking:
-            notes.append("bwa skipped: %s not installed (apt-get install bwa dwgsim)"
-                         % " ".join(lacking))
-            log(notes[-1])
-            jobs = [j for j in jobs if j.kind != "bwa"]
-        else:
-            p = suite.BWA[mode]
-            bwa_inputs = bwa_data.prepare(data_dir, p["genome_bp"], p["pairs"], log)
-            notes.append("bwa input: %.1f Mbp synthetic genome, %d read pairs of %d bp (dwgsim -z %d)"
-                         % (p["genome_bp"] / 1e6, p["pairs"], bwa_data.READ_LEN,
-                            bwa_data.DWGSIM_SEED))
-
+    out = output_dir(args)
+    jobs, bwa_inputs = prepare_bwa(jobs, mode, notes)
     env_text = environment(allocs, missing, notes, mode, threads, reps, jobs, build, args)
-    with open(os.path.join(out, "environment.txt"), "w") as f:
-        f.write(env_text)
+    write_environment(out, env_text)
 
-    base_env = dict(os.environ, LC_ALL="C")
-    rows = []
     csv_path = os.path.join(out, "results.csv")
-    total = len(jobs) * reps * len(allocs)
-    n = 0
     t_start = time.monotonic()
-    shuffle = random.Random(args.seed)
-    sam_tmp = tempfile.mkdtemp(prefix="mm-bench-sam-")
-    slowest, timeouts = {}, {}
-    try:
-        for job in jobs:
-            for rep in range(reps):
-                # rotate, then shuffle the tail with a fixed seed: every
-                # allocator goes first once, and no fixed neighbour order
-                k = rep % len(allocs)
-                order = allocs[k:] + allocs[:k]
-                tail = order[1:]
-                shuffle.shuffle(tail)
-                order = order[:1] + tail
-                for pos, alloc in enumerate(order):
-                    n += 1
-                    # A hang must not eat the budget: once some allocator has
-                    # done this job, the timeout is 20x its slowest ok wall
-                    # time (at least 15 s); after two timeouts on a workload
-                    # an allocator's further runs of it are recorded as skipped.
-                    seen = slowest.get((job.workload, job.threads))
-                    limit = min(args.timeout, max(15.0, 20 * seen)) if seen else args.timeout
-                    if timeouts.get((job.workload, alloc.name), 0) >= 2:
-                        row = skipped_row(job, alloc, rep, pos, "not run: 2 earlier runs of "
-                                          "this workload on %s timed out" % alloc.name)
-                    else:
-                        row = run_one(job, alloc, rep, pos, bindir, base_env, limit,
-                                      bwa_inputs, sam_tmp)
-                    if row["status"] == "timeout":
-                        key = (job.workload, alloc.name)
-                        timeouts[key] = timeouts.get(key, 0) + 1
-                    elif row["status"] == "ok":
-                        key = (job.workload, job.threads)
-                        slowest[key] = max(slowest.get(key, 0), float(row["wall_s"]))
-                    rows.append(row)
-                    write_csv(csv_path, rows)
-                    el = time.monotonic() - t_start
-                    log("[%4d/%d] %-13s %-10s T=%-3d rep %d/%d  %6.2fs  %-8s elapsed %dm%02ds%s"
-                        % (n, total, job.workload, alloc.name, job.threads, rep + 1, reps,
-                           float(row["seconds"] or row["wall_s"] or 0), row["status"],
-                           el // 60, el % 60,
-                           ("  " + row["detail"][:80]) if row["status"] != "ok" else ""))
-    except KeyboardInterrupt:
-        log("interrupted: writing the report of the runs done so far")
-    finally:
-        shutil.rmtree(sam_tmp, ignore_errors=True)
-
+    rows = run_matrix(jobs, reps, allocs, bindir, bwa_inputs, args, csv_path, t_start)
     settle_checksums(rows)
     write_csv(csv_path, rows)
-
-    fast = {}
-    if not args.no_callgrind:
-        if callgrind.available():
-            sizes = suite.FASTPATH_SIZES
-            batches = suite.FASTPATH_BATCHES[mode]
-            for a in allocs:
-                log("callgrind: %s, sizes %s, %d batches of 64" % (a.name, sizes, batches))
-                fast[a.name] = callgrind.measure(os.path.join(bindir, "fastpath"), a, sizes,
-                                                 batches)
-            with open(os.path.join(out, "fastpath.csv"), "w", newline="") as f:
-                w = csv.writer(f)
-                w.writerow(["allocator", "size", "instructions_per_pair"])
-                for a, d in fast.items():
-                    for s, v in d.items():
-                        w.writerow([a, s, "%.1f" % v if isinstance(v, float) else v])
-        else:
-            notes.append("fast-path counts skipped: valgrind not installed")
-
-    with open(os.path.join(out, "environment.txt"), "a") as f:
-        f.write("load average at end: %s\n" % sh("cat /proc/loadavg"))
-        f.write("total time: %.0f s\n" % (time.monotonic() - t_start))
+    fast = fastpath_counts(args, mode, allocs, bindir, out, notes)
+    finish_environment(out, t_start)
 
     meta = {"mode": mode, "threads": threads, "reps": reps, "jobs": jobs,
             "allocators": [a.name for a in allocs], "missing": missing, "notes": notes,
@@ -505,65 +694,6 @@ def main(argv=None):
     log("report: %s (%d runs, %d not ok, %.0f s)" % (os.path.join(out, "report.md"), len(rows),
                                                      bad, time.monotonic() - t_start))
     return 0
-
-
-def skipped_row(job, alloc, rep, pos, why):
-    row = {k: "" for k in CSV_FIELDS}
-    row.update({"workload": job.workload, "allocator": alloc.name, "threads": job.threads,
-                "rep": rep + 1, "order": pos + 1, "status": "skipped", "detail": why,
-                "started": datetime.datetime.now().isoformat(timespec="seconds")})
-    return row
-
-
-def run_one(job, alloc, rep, pos, bindir, base_env, timeout, bwa_inputs, sam_tmp):
-    env = alloc.env(base_env)
-    started = datetime.datetime.now().isoformat(timespec="seconds")
-    row = {"workload": job.workload, "allocator": alloc.name, "threads": job.threads,
-           "rep": rep + 1, "order": pos + 1, "started": started, "checksum": "",
-           "checksum_ok": "", "seconds": "", "ops": "", "ops_per_sec": "", "detail": ""}
-    if job.kind == "bwa":
-        ref, r1, r2 = bwa_inputs
-        cmd = bwa_data.command(job.threads, ref, r1, r2)
-        sam = os.path.join(sam_tmp, "out.sam")
-        r = run_child(cmd, env, timeout, stdout_path=sam)
-        row["args"] = " ".join(cmd[1:6])
-        if r["status"] == "ok":
-            try:
-                digest, records, mapped = bwa_data.sam_summary(sam)
-                row["checksum"] = digest
-                row["ops"] = records
-                row["seconds"] = "%.6f" % r["wall_s"]
-                row["ops_per_sec"] = "%.1f" % (records / r["wall_s"]) if r["wall_s"] else ""
-                if records == 0:
-                    r["status"], r["detail"] = "bad-output", "no SAM records"
-                else:
-                    row["detail"] = "%d of %d records mapped" % (mapped, records)
-            except (OSError, ValueError) as e:
-                r["status"], r["detail"] = "bad-output", "unreadable SAM: %s" % e
-        if os.path.exists(sam):
-            os.unlink(sam)
-    else:
-        cmd = [os.path.join(bindir, job.workload), "threads=%d" % job.threads] + job.args
-        row["args"] = " ".join(cmd[1:])
-        r = run_child(cmd, env, timeout)
-        if r["status"] == "ok":
-            j = parse_json_line(r["stdout"])
-            if not j or "checksum" not in j or "seconds" not in j:
-                r["status"], r["detail"] = "bad-output", "no JSON result line"
-            else:
-                row["checksum"] = j["checksum"]
-                row["seconds"] = "%.6f" % j["seconds"]
-                row["ops"] = j.get("ops", "")
-                row["ops_per_sec"] = "%.1f" % j.get("ops_per_sec", 0)
-    for k in ("status", "exit_code", "signal"):
-        row[k] = r.get(k, "")
-    if r.get("detail"):
-        row["detail"] = r["detail"]
-    for k in ("wall_s", "user_s", "sys_s"):
-        row[k] = "%.4f" % r[k] if k in r else ""
-    for k in ("maxrss_kb", "minflt", "majflt", "nvcsw", "nivcsw"):
-        row[k] = r.get(k, "")
-    return row
 
 
 if __name__ == "__main__":
