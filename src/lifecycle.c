@@ -46,6 +46,7 @@ static _Atomic(int) xprocess_state; /* 0 none, 1 initialising, 2 ready */
 static int cpu_count;
 
 static void thread_heap_exit_cb(void *arg);
+static void census_check(void);
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -142,6 +143,15 @@ static void thread_heap_exit_cb(void *arg) {
   thread_heap_unlock(th);
   thread_heap_mark_dead(th);
   mm_thread_heap = &mm_heap_empty;
+  census_check();
+}
+
+/* MM_DEBUG 3: no page of any thread heap lost (thread_heap_census). */
+static void census_check(void) {
+  if (MM_DEBUG >= 3) {
+    char why[240];
+    if (!thread_heap_census_is_valid(why, sizeof(why))) mm_check_fail("census", why);
+  }
 }
 
 /* ---- mm_collect ---------------------------------------------------------------------- */
@@ -170,6 +180,7 @@ void thread_heap_collect(void) {
     thread_heap_unlock(th);
   }
   local_heap_collect_all();
+  census_check();
 }
 
 /* ---- fork --------------------------------------------------------------------------- */
@@ -234,4 +245,5 @@ static void fork_child(void) {
     MM_CHECK(3, "local heap", local_heap_is_valid, &mm_heaps[i]);
     local_heap_unlock(&mm_heaps[i]);
   }
+  census_check();
 }

@@ -33,6 +33,21 @@ static bool fail(char *why, size_t why_size, const slot_t *slot, const char *wha
   return false;
 }
 
+/* The extent the map names for address a, or NULL, without following an
+ * entry that names no descriptor in use (region_extent_at would): the
+ * checker must report a corrupt map, not crash on it. */
+static const extent_t *map_lookup(slot_t *slot, uintptr_t a, bool *bad) {
+  uint32_t v = slot_extent_map(slot)[(a - (uintptr_t)slot) >> MM_DATABLOCK_SHIFT];
+  *bad = false;
+  if (!v) return NULL;
+  if (v < MM_SLOT_EXTENTS_OFFSET || (v - MM_SLOT_EXTENTS_OFFSET) % sizeof(extent_t) ||
+      (v - MM_SLOT_EXTENTS_OFFSET) / sizeof(extent_t) >= slot->desc_top) {
+    *bad = true;
+    return NULL;
+  }
+  return region_extent_at(slot, a);
+}
+
 static bool table_is_valid(const slot_t *slot, uintptr_t size, unsigned head, unsigned tail,
                            char *why, size_t why_size) {
   uintptr_t base = (uintptr_t)slot;
@@ -51,7 +66,8 @@ static bool descriptors_are_valid(slot_t *slot, char *why, size_t why_size) {
   uint32_t nfree = 0;
   extent_t *first = slot_extents(slot), *top = first + slot->desc_top;
   for (extent_t *d = slot->desc_free; d; d = d->next) {
-    if (d < first || d >= top || d->kind != MM_EXTENT_UNUSED)
+    if (d < first || d >= top || ((uintptr_t)d - (uintptr_t)first) % sizeof(extent_t) ||
+        d->kind != MM_EXTENT_UNUSED)
       return fail(why, why_size, slot, "descriptor free list holds a descriptor in use",
                   (uintptr_t)d);
     if (++nfree > slot->desc_top)
@@ -73,7 +89,8 @@ static bool extent_is_valid(slot_t *slot, const extent_t *e, uintptr_t a, uintpt
   uintptr_t end = extent_end(e);
   if (e->node.ndatablocks == 0 || end > data_end)
     return fail(why, why_size, slot, "extent runs past the data area", a);
-  if (region_extent_at(slot, end - MM_DATABLOCK_SIZE) != e)
+  bool bad;
+  if (map_lookup(slot, end - MM_DATABLOCK_SIZE, &bad) != e)
     return fail(why, why_size, slot, "extent map misses the extent's last datablock", a);
   if (e->kind == MM_EXTENT_PAGE)
     for (uintptr_t d = a; d < end; d += MM_DATABLOCK_SIZE)
@@ -102,7 +119,9 @@ bool region_slot_is_valid(slot_t *slot, char *why, size_t why_size) {
   uintptr_t data_end = a + (region_slot_data_datablocks() << MM_DATABLOCK_SHIFT);
   uint32_t n = 0;
   while (a < data_end) {
-    const extent_t *e = region_extent_at(slot, a);
+    bool bad;
+    const extent_t *e = map_lookup(slot, a, &bad);
+    if (bad) return fail(why, why_size, slot, "extent map entry names no descriptor", a);
     if (!extent_is_valid(slot, e, a, data_end, why, why_size)) return false;
     if (++n > slot->desc_used)
       return fail(why, why_size, slot, "more extents tile the slot than descriptors in use", a);

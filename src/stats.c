@@ -14,6 +14,7 @@ typedef struct heap_stats_s {
   uint64_t cached_bytes, abandoned_pages, large_allocs, large_frees, large_live;
   uint64_t huge_allocs, huge_live, realloc_in_place, purged, purges;
   uint64_t pages_out, pages_back, threads_live, threads_dead, pages_taken_over;
+  uint64_t pages, pages_lost;
 } heap_stats_t;
 
 static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
@@ -47,6 +48,10 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->pages_taken_over = atomic_load_relaxed(&h->xpages_taken_over);
   local_heap_unlock(h);
   thread_heap_counts(h->index, &s->threads_live, &s->threads_dead);
+  thread_heap_census_t c;
+  thread_heap_census(h->index, &c);
+  s->pages = c.pages;
+  s->pages_lost = c.lost;
 }
 
 static void heap_stats_add(heap_stats_t *t, const heap_stats_t *s) {
@@ -78,11 +83,12 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       "\"large_live_bytes\":%lu,\"huge_allocs\":%lu,\"huge_live_bytes\":%lu,"
       "\"realloc_in_place\":%lu,\"purged_bytes\":%lu,\"purges\":%lu,"
       "\"pages_out\":%lu,\"pages_back\":%lu,\"threads_live\":%lu,\"threads_dead\":%lu,"
-      "\"pages_taken_over\":%lu}",
+      "\"pages_taken_over\":%lu,\"pages\":%lu,\"pages_lost\":%lu}",
       s->slots, s->reserved, s->committed, s->free_bytes, s->free_extents, s->dirty_bytes,
       s->cached_bytes, s->abandoned_pages, s->large_allocs, s->large_frees, s->large_live,
       s->huge_allocs, s->huge_live, s->realloc_in_place, s->purged, s->purges, s->pages_out,
-      s->pages_back, s->threads_live, s->threads_dead, s->pages_taken_over);
+      s->pages_back, s->threads_live, s->threads_dead, s->pages_taken_over, s->pages,
+      s->pages_lost);
 }
 
 size_t stats_json(char *buf, size_t size) {

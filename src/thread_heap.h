@@ -167,6 +167,16 @@ int thread_heap_adopt_page(thread_heap_t *th, extent_t *page);
 void thread_heap_page_empty(thread_heap_t *th, extent_t *page);
 MM_SLOW_PATH void thread_heap_page_empty_slow(thread_heap_t *th, extent_t *page);
 bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size);
+/* the census: every page of a local heap by owner (thread_heap.c) */
+typedef struct thread_heap_census_s {
+  uint64_t pages;     /* PAGE extents in the local heap's slots */
+  uint64_t owned;     /* owned by a live thread heap */
+  uint64_t abandoned; /* without owner, on an abandoned list */
+  uint64_t lost;      /* owned by a dead thread heap: on no list (always 0) */
+  uint64_t pages_out, pages_back; /* the local heap's counts */
+} thread_heap_census_t;
+void thread_heap_census(uint32_t heap, thread_heap_census_t *c);
+bool thread_heap_census_is_valid(char *why, size_t why_size);
 #define thread_heap_check(th) MM_CHECK(3, "thread heap", thread_heap_is_valid, (th))
 
 /* Free b (its canary set) into page, which th owns (holding th's lock).
