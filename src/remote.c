@@ -373,11 +373,19 @@ bool remote_is_valid(thread_heap_t *th, char *why, size_t why_size) {
   /* The inbox: only this thread (holding the lock) takes from it, others
    * only push in front, so the chains below a head read stay as they are. */
   for (unsigned lane = 0; lane < MM_LANES; lane++) {
-    size_t n = 0;
-    for (const block_t *b = atomic_load_acquire(&th->xinbox[lane]); b; b = block_next(b)) {
-      if (!in_flight_ok(b) || ++n > ((size_t)1 << 32)) {
+    /* every block checked; a cycle found by a second walker at double pace */
+    const block_t *fast = atomic_load_acquire(&th->xinbox[lane]);
+    for (const block_t *b = fast; b; b = block_next(b)) {
+      if (!in_flight_ok(b)) {
         os_format(why, why_size, "thread heap %p: inbox lane %u holds %p, not a free block",
                   (void *)th, lane, (const void *)b);
+        return false;
+      }
+      for (int step = 0; step < 2 && fast; step++) /* the slow walker reports a bad one */
+        fast = in_flight_ok(fast) ? block_next(fast) : NULL;
+      if (fast && fast == block_next(b)) {
+        os_format(why, why_size, "thread heap %p: inbox lane %u has a cycle at %p", (void *)th,
+                  lane, (const void *)b);
         return false;
       }
     }
