@@ -43,7 +43,7 @@
  * (31.5 MiB) are extents of the tree and can grow in place; small enough
  * that a process under an RLIMIT_AS of a few hundred MiB can still reserve
  * one per heap.  The slot's first MM_SLOT_META_SIZE bytes are its management
- * area (header, page map, extent descriptors); the data area follows,
+ * area (header, extent map, extent descriptors); the data area follows,
  * 2 MiB aligned so that transparent huge pages can back it. */
 #define MM_SLOT_SHIFT 27
 #define MM_SLOT_SIZE ((uintptr_t)1 << MM_SLOT_SHIFT)

@@ -13,7 +13,7 @@
  *
  *   mm_xslot_table[p >> MM_SLOT_SHIFT]  -> MM_SLOT_NONE / HEAP / HUGE / HUGE_TAIL
  *   slot base = p & ~(MM_SLOT_SIZE - 1)
- *   page_map[(p - base) >> MM_DATABLOCK_SHIFT] -> base + offset of the extent
+ *   extent_map[(p - base) >> MM_DATABLOCK_SHIFT] -> base + offset of the extent
  *
  * so free(p) learns whether p is ours and what extent holds it with two
  * loads and no lock.

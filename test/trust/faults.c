@@ -46,7 +46,7 @@
 #include "mmalloc.h"
 
 /* The test hooks of a MM_FAULT_INJECTION build (exported only there);
- * kinds as in src/internal.h (MM_FAULT_RESERVE, _COMMIT, _PURGE). */
+ * kinds as in src/os.h (MM_FAULT_RESERVE, _COMMIT, _PURGE). */
 void mm_test_fault_set(int kind, long n, int sticky);
 long mm_test_fault_count(int kind);
 enum { RESERVE = 0, COMMIT = 1, PURGE = 2, KINDS = 3 };
