@@ -1,11 +1,13 @@
 /* atomic.h — the only way mmalloc touches shared memory concurrently.
  *
- * Layer: none (included by every layer).
+ * Layer: base (included by every layer through base.h).
  *
- * Every atomic field carries an `x` prefix (xowner, xinbox) and is read or
- * written only through these wrappers, whose names say the memory order.
- * There is no bare seq_cst access anywhere: where a store-load fence is
- * needed, atomic_fence_seq_cst() says so at the place it is needed.
+ * Every atomic field and every atomic static carries an `x` prefix
+ * (xowner, xinbox, mm_xslot_table) and is read or written only through
+ * these wrappers, whose names say the memory order.  There is no bare
+ * seq_cst access anywhere (none is needed today; a store-load fence would
+ * be written where it is needed, with its reason).  The stream module has
+ * its own wrappers (stream/atomic.h, mms_ names).
  */
 #ifndef MM_ATOMIC_H
 #define MM_ATOMIC_H
@@ -22,14 +24,10 @@
   atomic_store_explicit((p), (v), memory_order_release)
 #define atomic_exchange_acquire(p, v) \
   atomic_exchange_explicit((p), (v), memory_order_acquire)
-#define atomic_exchange_acq_rel(p, v) \
-  atomic_exchange_explicit((p), (v), memory_order_acq_rel)
 #define atomic_fetch_add_relaxed(p, v) \
   atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
 #define atomic_fetch_sub_relaxed(p, v) \
   atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
-#define atomic_fetch_add_acq_rel(p, v) \
-  atomic_fetch_add_explicit((p), (v), memory_order_acq_rel)
 /* CAS that publishes on success (release) and reads nothing it relies on
  * on failure (relaxed): the shape of a lock-free stack push. */
 #define atomic_cas_weak_release(p, expected, desired)                      \
@@ -40,6 +38,5 @@
   atomic_compare_exchange_strong_explicit((p), (expected), (desired),     \
                                           memory_order_acq_rel,           \
                                           memory_order_acquire)
-#define atomic_fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
 
 #endif

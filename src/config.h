@@ -1,8 +1,8 @@
 /* config.h — every compile-time knob of mmalloc, in one place.
  *
- * Layer: none (included by every layer).  Values that CMake sets (MM_DEBUG,
- * MM_SECURE, MM_VALGRIND, MM_FAULT_INJECTION) arrive as -D definitions; the
- * rest are fixed here with the reason for their value.
+ * Layer: base (included by every layer through base.h).  Values that CMake
+ * sets (MM_DEBUG, MM_SECURE, MM_VALGRIND, MM_FAULT_INJECTION) arrive as -D
+ * definitions; the rest are fixed here with the reason for their value.
  */
 #ifndef MM_CONFIG_H
 #define MM_CONFIG_H

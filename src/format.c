@@ -126,26 +126,28 @@ void os_write_all(int fd, const char *s, size_t n) {
   }
 }
 
-void os_message(const char *fmt, ...) {
+/* One line on stderr, one write(2) from the stack. */
+static void os_vmessage(const char *fmt, va_list ap) {
   char buf[512];
+  size_t n = os_vformat(buf, sizeof(buf), fmt, ap);
+  if (n >= sizeof(buf)) n = sizeof(buf) - 1;
+  os_write_all(2, buf, n);
+}
+
+void os_message(const char *fmt, ...) {
   int saved = errno;
   va_list ap;
   va_start(ap, fmt);
-  size_t n = os_vformat(buf, sizeof(buf), fmt, ap);
+  os_vmessage(fmt, ap);
   va_end(ap);
-  if (n >= sizeof(buf)) n = sizeof(buf) - 1;
-  os_write_all(2, buf, n);
   errno = saved;
 }
 
 void os_fatal(const char *fmt, ...) {
-  char buf[512];
   va_list ap;
   va_start(ap, fmt);
-  size_t n = os_vformat(buf, sizeof(buf), fmt, ap);
+  os_vmessage(fmt, ap);
   va_end(ap);
-  if (n >= sizeof(buf)) n = sizeof(buf) - 1;
-  os_write_all(2, buf, n);
   abort();
 }
 
