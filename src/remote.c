@@ -181,6 +181,9 @@ MM_INLINE void take_visit(block_t *b, extent_t *page, void *arg) {
 void remote_take_inbox(thread_heap_t *th) {
   mm_assert_internal(thread_heap_locked(th));
   inbox_drain(th, take_visit, th);
+  /* no check here: the fork child drains other threads' heaps, whose page
+   * counts a fast path may have left one off (lifecycle.c); the slow paths
+   * that take the inbox check after it (alloc.c, free.c, the heartbeat) */
 }
 
 /* ---- the idle take-over -------------------------------------------------------------------- */
