@@ -40,15 +40,16 @@ MM_NORETURN MM_COLD void mm_check_fail(const char *what, const char *why);
 #define mm_assert_internal(e) mm_assert_level(2, e)
 #define mm_assert_expensive(e) mm_assert_level(3, e)
 
-/* MM_CHECK(level, what, checker, args...): run a structure checker
- * `bool checker(args..., char *why, size_t why_size)` at this debug level
- * and abort with its one-line reason when it fails. */
-#define MM_CHECK(level, what, checker, ...)                           \
+/* MM_CHECK(level, what, checker(args..., MM_WHY)): run a structure
+ * checker `bool checker(args..., char *why, size_t why_size)` at this
+ * debug level and abort with its one-line reason when it fails; MM_WHY
+ * stands for the reason's buffer and size. */
+#define MM_WHY mm_why_, sizeof(mm_why_)
+#define MM_CHECK(level, what, call)                                   \
   do {                                                                \
     if (MM_DEBUG >= (level)) {                                        \
       char mm_why_[240] = "";                                         \
-      if (!checker(__VA_ARGS__, mm_why_, sizeof(mm_why_)))            \
-        mm_check_fail(what, mm_why_);                                 \
+      if (!(call)) mm_check_fail(what, mm_why_);                      \
     }                                                                 \
   } while (0)
 

@@ -46,7 +46,6 @@ static _Atomic(int) xprocess_state; /* 0 none, 1 initialising, 2 ready */
 static int cpu_count;
 
 static void thread_heap_exit_cb(void *arg);
-static void census_check(void);
 static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
@@ -143,15 +142,7 @@ static void thread_heap_exit_cb(void *arg) {
   thread_heap_unlock(th);
   thread_heap_mark_dead(th);
   mm_thread_heap = &mm_heap_empty;
-  census_check();
-}
-
-/* MM_DEBUG 3: no page of any thread heap lost (thread_heap_census). */
-static void census_check(void) {
-  if (MM_DEBUG >= 3) {
-    char why[240];
-    if (!thread_heap_census_is_valid(why, sizeof(why))) mm_check_fail("census", why);
-  }
+  MM_CHECK(3, "census", thread_heap_census_is_valid(MM_WHY)); /* no page lost */
 }
 
 /* ---- mm_collect ---------------------------------------------------------------------- */
@@ -180,7 +171,7 @@ void thread_heap_collect(void) {
     thread_heap_unlock(th);
   }
   local_heap_collect_all();
-  census_check();
+  MM_CHECK(3, "census", thread_heap_census_is_valid(MM_WHY)); /* no page lost */
 }
 
 /* ---- fork --------------------------------------------------------------------------- */
@@ -242,8 +233,8 @@ static void fork_child(void) {
   }
   for (uint32_t i = 0; i < mm_nheaps; i++) {
     local_heap_lock(&mm_heaps[i]);
-    MM_CHECK(3, "local heap", local_heap_is_valid, &mm_heaps[i]);
+    MM_CHECK(3, "local heap", local_heap_is_valid(&mm_heaps[i], MM_WHY));
     local_heap_unlock(&mm_heaps[i]);
   }
-  census_check();
+  MM_CHECK(3, "census", thread_heap_census_is_valid(MM_WHY)); /* no page lost */
 }

@@ -57,6 +57,14 @@ void *local_heap_meta_alloc(local_heap_t *h, size_t size) {
   return p; /* fresh mappings read as zero */
 }
 
+void local_heap_foreach_page_locked(local_heap_t *h, void (*visit)(extent_t *page, void *arg),
+                                    void *arg) {
+  mm_assert_internal(local_heap_locked(h));
+  for (slot_t *slot = h->slots; slot; slot = slot->next)
+    for (extent_t *e = region_slot_first(slot); e; e = region_slot_next(slot, e))
+      if (e->kind == MM_EXTENT_PAGE) visit(e, arg);
+}
+
 /* ---- fork --------------------------------------------------------------------------
  * The thread heap layer (lifecycle.c) calls these after it has taken its
  * own locks, which rank lower. */

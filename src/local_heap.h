@@ -98,6 +98,9 @@ MM_INLINE bool local_heap_locked(const local_heap_t *h) { return mutex_held(&h->
 /* size bytes of zeroed metadata memory that is never freed (thread heap
  * structures); NULL with errno ENOMEM.  Takes the lock. */
 void *local_heap_meta_alloc(local_heap_t *h, size_t size);
+/* visit(page, arg) for every PAGE extent of h's slots; h's lock held. */
+void local_heap_foreach_page_locked(local_heap_t *h, void (*visit)(extent_t *page, void *arg),
+                                    void *arg);
 void local_heap_fork_prepare(void); /* after every lock of a lower rank */
 void local_heap_fork_parent(void);
 void local_heap_fork_child(void);

@@ -102,15 +102,12 @@ static bool abandoned_is_valid(check_t *c) {
 
 /* Every extent of the slot is on the list its kind says (see the top). */
 static bool slot_lists_are_valid(check_t *c, slot_t *slot) {
-  uintptr_t a = slot_data_start(slot);
-  uintptr_t end = a + (region_slot_data_datablocks() << MM_DATABLOCK_SHIFT);
-  while (a < end) {
-    extent_t *e = region_extent_at(slot, a); /* the tiling: region_slot_is_valid */
+  /* the tiling was checked just before (region_slot_is_valid) */
+  for (extent_t *e = region_slot_first(slot); e; e = region_slot_next(slot, e)) {
     bool listed = e->kind == MM_EXTENT_FREE || e->kind == MM_EXTENT_CACHED ||
                   (e->kind == MM_EXTENT_PAGE && atomic_load_relaxed(&e->xowner) == NULL);
     if (listed && e->mark != c->pass)
-      return bad(c, "extent on none of the lists its kind and owner call for", a);
-    a = extent_end(e);
+      return bad(c, "extent on none of the lists its kind and owner call for", e->node.start);
   }
   return true;
 }

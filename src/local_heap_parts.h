@@ -16,7 +16,7 @@ MM_HIDDEN_BEGIN
 #define extent_of_node(n) ((extent_t *)((char *)(n) - offsetof(extent_t, node)))
 
 /* MM_DEBUG 3: the whole heap is checked on entry and exit of its mutators. */
-#define local_heap_check(h) MM_CHECK(3, "local heap", local_heap_is_valid, (h))
+#define local_heap_check(h) MM_CHECK(3, "local heap", local_heap_is_valid((h), MM_WHY))
 
 /* ---- extent.c ------------------------------------------------------------------- */
 

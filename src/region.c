@@ -186,6 +186,16 @@ size_t region_slot_data_datablocks(void) {
   return MM_SLOT_DATA_DATABLOCKS - (options.secure ? 1 : 0);
 }
 
+extent_t *region_slot_first(slot_t *slot) {
+  return region_extent_at(slot, slot_data_start(slot));
+}
+
+extent_t *region_slot_next(slot_t *slot, const extent_t *e) {
+  uintptr_t end = extent_end(e);
+  uintptr_t data_end = slot_data_start(slot) + (region_slot_data_datablocks() << MM_DATABLOCK_SHIFT);
+  return end < data_end ? region_extent_at(slot, end) : NULL;
+}
+
 /* Unmap a slot whose data area is one FREE extent (already out of the
  * tree).  Caller holds the heap's lock (asserted in extent.c). */
 void region_slot_release(slot_t *slot) {

@@ -224,6 +224,11 @@ void region_map_ends(extent_t *e);
 extent_t *region_extent_at(slot_t *slot, uintptr_t a);
 slot_t *region_slot_new(uint32_t heap, extent_t **free_out);
 size_t region_slot_data_datablocks(void);
+/* The extents of a heap slot in address order: they tile its data area
+ * (region_slot_is_valid checks it).  for (e = region_slot_first(slot); e;
+ * e = region_slot_next(slot, e)).  The owning heap's lock held. */
+extent_t *region_slot_first(slot_t *slot);
+extent_t *region_slot_next(slot_t *slot, const extent_t *e);
 void region_slot_release(slot_t *slot);
 bool region_commit_to(slot_t *slot, uintptr_t end);
 extent_t *region_huge_new(uint32_t heap, size_t size, size_t align);

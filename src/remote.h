@@ -66,7 +66,7 @@ MM_INLINE void thread_heap_beat(thread_heap_t *th) {
 #define thread_heap_check_all(th)                                        \
   do {                                                                   \
     thread_heap_check(th);                                               \
-    MM_CHECK(3, "remote frees", remote_is_valid, (th));                  \
+    MM_CHECK(3, "remote frees", remote_is_valid((th), MM_WHY));                  \
   } while (0)
 
 MM_HIDDEN_END

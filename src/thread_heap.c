@@ -284,23 +284,21 @@ MM_SLOW_PATH void thread_heap_page_empty_slow(thread_heap_t *th, extent_t *page)
  * and MM_DEBUG 3 checks it is zero after thread exit and in a forked child.
  * Takes every registry (so that no heap changes state) and the local heap's
  * lock, in rank order. */
+static void census_visit(extent_t *page, void *arg) {
+  thread_heap_census_t *c = arg;
+  thread_heap_t *owner = page_owner(page);
+  c->pages++;
+  if (!owner) c->abandoned++;
+  else if (owner->state == MM_THREAD_LIVE) c->owned++;
+  else c->lost++;
+}
+
 void thread_heap_census(uint32_t heap, thread_heap_census_t *c) {
   local_heap_t *h = &mm_heaps[heap];
   *c = (thread_heap_census_t){0};
   thread_heap_registry_lock_all();
   local_heap_lock(h);
-  for (slot_t *slot = h->slots; slot; slot = slot->next) {
-    uintptr_t a = slot_data_start(slot);
-    uintptr_t end = a + (region_slot_data_datablocks() << MM_DATABLOCK_SHIFT);
-    for (extent_t *e; a < end && (e = region_extent_at(slot, a)) != NULL; a = extent_end(e)) {
-      if (e->kind != MM_EXTENT_PAGE) continue;
-      c->pages++;
-      thread_heap_t *owner = page_owner(e);
-      if (!owner) c->abandoned++;
-      else if (owner->state == MM_THREAD_LIVE) c->owned++;
-      else c->lost++;
-    }
-  }
+  local_heap_foreach_page_locked(h, census_visit, c);
   c->pages_out = h->pages_out;
   c->pages_back = h->pages_back;
   local_heap_unlock(h);

@@ -177,7 +177,7 @@ typedef struct thread_heap_census_s {
 } thread_heap_census_t;
 void thread_heap_census(uint32_t heap, thread_heap_census_t *c);
 bool thread_heap_census_is_valid(char *why, size_t why_size);
-#define thread_heap_check(th) MM_CHECK(3, "thread heap", thread_heap_is_valid, (th))
+#define thread_heap_check(th) MM_CHECK(3, "thread heap", thread_heap_is_valid((th), MM_WHY))
 
 /* Free b (its canary set) into page, which th owns (holding th's lock).
  * A full page comes back into its queue; an empty one may go home. */
