@@ -18,6 +18,8 @@ import re
 import sys
 import tempfile
 
+import structure_common
+
 NAME = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w]*\.[ch]\b)")
 
 
@@ -62,26 +64,13 @@ def self_test():
         with tempfile.TemporaryDirectory() as d:
             open(os.path.join(d, "thread_heap.h"), "w").write(tree % name)
             open(os.path.join(d, "alloc.c"), "w").write(body)
-            ok = (not check(d)) == expect_ok
-            print("self-test %-24s %s" % (name, "ok" if ok else "WRONG"))
-            failures += not ok
+            failures += not structure_common.case_ok(
+                name, check(d), None if expect_ok else "defined nowhere")
     return failures
 
 
-def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return 1 if self_test() else 0
-    if len(sys.argv) != 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    problems = check(sys.argv[1])
-    for p in problems:
-        print("check_call_tree: " + p, file=sys.stderr)
-    if not problems:
-        print("check_call_tree: every one of %d names in the call tree is defined"
-              % len(tree_names(os.path.join(sys.argv[1], "thread_heap.h"))))
-    return 1 if problems else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(structure_common.main(
+        "check_call_tree", __doc__, check, self_test,
+        lambda src: "every one of %d names in the call tree is defined"
+        % len(tree_names(os.path.join(src, "thread_heap.h")))))

@@ -20,6 +20,8 @@ import re
 import sys
 import tempfile
 
+import structure_common
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 FILE = re.compile(r"\b[\w]+\.[ch]\b")
 PUBLIC = {"mmalloc.h"}  # include/mmalloc.h: the public API, below nothing
@@ -134,28 +136,12 @@ def self_test():
             base.update(files)
             for f, text in base.items():
                 open(os.path.join(d, f), "w").write(text)
-            got = check(d)
-            ok = (not got) if want is None else any(want in p for p in got)
-            print("self-test %-16s %s%s" % (name, "ok" if ok else "NOT CAUGHT",
-                                            "" if ok else ": %s" % got))
-            failures += not ok
+            failures += not structure_common.case_ok(name, check(d), want)
     return failures
 
 
-def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return 1 if self_test() else 0
-    if len(sys.argv) != 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    problems = check(sys.argv[1])
-    for p in problems:
-        print("check_layers: " + p, file=sys.stderr)
-    if not problems:
-        print("check_layers: %d layers, every include goes down or across" %
-              len(read_layers(os.path.join(sys.argv[1], "base.h"))))
-    return 1 if problems else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(structure_common.main(
+        "check_layers", __doc__, check, self_test,
+        lambda src: "%d layers, every include goes down or across"
+        % len(read_layers(os.path.join(src, "base.h")))))

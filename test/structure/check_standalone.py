@@ -19,6 +19,8 @@ import re
 import sys
 import tempfile
 
+import structure_common
+
 # Spelled in pieces so that this file does not match itself.
 OUTSIDE = [re.compile(p) for p in (
     r"\.\./" + "shared\\b", r"\b" + "shared/" + "seeds", r"\bshared/" + "[A-Z]+\\.md",
@@ -70,26 +72,11 @@ def self_test():
             os.makedirs(os.path.join(d, "docs"))
             open(os.path.join(d, "docs", "design.md"), "w").write("# design\n")
             open(os.path.join(d, "README.md"), "w").write(readme)
-            got = check(d)
-            ok = (not got) if want is None else any(want in p for p in got)
-            print("self-test %-12s %s" % (name, "ok" if ok else "WRONG: %s" % got))
-            failures += not ok
+            failures += not structure_common.case_ok(name, check(d), want)
     return failures
 
 
-def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return 1 if self_test() else 0
-    if len(sys.argv) != 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    problems = check(sys.argv[1])
-    for p in problems:
-        print("check_standalone: " + p, file=sys.stderr)
-    if not problems:
-        print("check_standalone: no reference leaves the repository; every Markdown link resolves")
-    return 1 if problems else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(structure_common.main(
+        "check_standalone", __doc__, check, self_test,
+        lambda root: "no reference leaves the repository; every Markdown link resolves"))

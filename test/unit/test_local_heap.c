@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "unit.h"
 #include "local_heap.h"
 #include "page.h"
 #include "thread_heap.h"
@@ -24,14 +25,6 @@ typedef struct live_s {
 #define MAX_LIVE 512
 static live_t live[MAX_LIVE];
 static int nlive;
-static uint64_t rng;
-
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
 
 static unsigned char pattern(uintptr_t a) { return (unsigned char)(a >> 12) ^ 0x5a; }
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "unit.h"
 #include "local_heap.h"
 #include "page.h"
 #include "thread_heap.h"
@@ -34,38 +35,10 @@
 #define FILL 0xDF /* page.c's FILL_BYTE */
 #define MAX_CAPACITY 4096 /* of any class: 64 KiB of 16-byte blocks */
 
-static uint64_t rng;
 
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-
-static char why[256];
-static bool verbose; /* print the reason of each rejection */
 
 static bool page_valid(const extent_t *page) { return page_is_valid(page, why, sizeof(why)); }
 
-/* A corruption the checker must catch: accepted before, rejected with a
- * reason that names it, accepted again once restored. */
-#define NEGATIVE(name, valid, corrupt, restore, fragment)                          \
-  do {                                                                             \
-    bool ok_ = (valid);                                                            \
-    if (!ok_) fprintf(stderr, "  %s: rejected before the corruption: %s\n", name, why); \
-    CHECK(name ": accepted before the corruption", ok_);                           \
-    corrupt;                                                                       \
-    why[0] = 0;                                                                    \
-    ok_ = (valid);                                                                 \
-    CHECK(name ": rejected", !ok_);                                                \
-    CHECK(name ": with the reason \"" fragment "\"", !ok_ && strstr(why, fragment)); \
-    if (verbose) fprintf(stderr, "  %-36s -> %s\n", name, ok_ ? "ACCEPTED" : why); \
-    restore;                                                                       \
-    ok_ = (valid);                                                                 \
-    if (!ok_) fprintf(stderr, "  %s: rejected after the restore: %s\n", name, why); \
-    CHECK(name ": accepted after the restore", ok_);                               \
-  } while (0)
 
 /* ---- pages by hand: claimed from local heap 0 by a stand-in owner ------------------ */
 
