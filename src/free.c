@@ -8,9 +8,6 @@
  * of a block, not already free.  Anything else aborts with one line naming
  * the call and the pointer: "mmalloc: free(): invalid pointer (...) 0x...".
  */
-#define _GNU_SOURCE
-#include <errno.h>
-
 #include "remote.h"
 
 #if MM_VALGRIND

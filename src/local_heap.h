@@ -21,9 +21,10 @@
  * into a local heap stays in that heap's slots: a block always goes home,
  * to the heap whose slot holds it, whichever thread frees it.
  *
- * This layer never reads or writes a page's owner or its free lists: the
- * page and thread heap layers do that, holding this layer's lock where the
- * rule says so (local_heap_lock, and the _locked calls below).
+ * This layer never writes a page's owner or its free lists (its checker and
+ * assertions only read the owner): the page and thread heap layers do that,
+ * holding this layer's lock where the rule says so (local_heap_lock, and
+ * the _locked calls below).
  */
 #ifndef MM_LOCAL_HEAP_H
 #define MM_LOCAL_HEAP_H

@@ -13,9 +13,16 @@
 
 #define WITNESS_RECENT 8
 
-static __thread uint32_t held[MM_RANK_COUNT];
-static __thread const lock_witness_t *recent[WITNESS_RECENT];
-static __thread uint32_t nrecent;
+/* Per-thread state only where the witness runs; elsewhere the functions are
+ * compiled (and type-checked) but never called, and cost no thread any TLS. */
+#if MM_WITNESS
+#define WITNESS_TLS __thread
+#else
+#define WITNESS_TLS
+#endif
+static WITNESS_TLS uint32_t held[MM_RANK_COUNT];
+static WITNESS_TLS const lock_witness_t *recent[WITNESS_RECENT];
+static WITNESS_TLS uint32_t nrecent;
 
 void witness_init(lock_witness_t *w, const char *name, lock_rank_t rank, uint32_t index) {
   w->name = name;
