@@ -104,6 +104,19 @@ int main(void) {
 EOF
 }
 
+# build_user DIR WHAT: configure and build the user project in DIR against
+# the installed prefix; stop the test if it does not build.
+build_user() {
+  if cmake -S "$1" -B "$1/build" -DCMAKE_PREFIX_PATH="$prefix" > "$dir/configure.log" 2>&1 &&
+     cmake --build "$1/build" > "$dir/build.log" 2>&1; then
+    ok "$2"
+  else
+    cat "$dir/configure.log" "$dir/build.log" 2>/dev/null | tail -30
+    bad "$2"
+    exit 1
+  fi
+}
+
 run_app() { # run_app NAME PROGRAM [env...]
   name=$1 prog=$2
   shift 2
@@ -128,14 +141,7 @@ target_link_libraries(app PRIVATE mmalloc::mmalloc)
 add_executable(app_static main.c)
 target_link_libraries(app_static PRIVATE mmalloc::mmalloc_static)
 EOF
-  if cmake -S "$dir/app" -B "$dir/app/build" -DCMAKE_PREFIX_PATH="$prefix" > "$dir/configure.log" 2>&1 &&
-     cmake --build "$dir/app/build" > "$dir/build.log" 2>&1; then
-    ok "find_package(mmalloc) project configures and builds"
-  else
-    cat "$dir/configure.log" "$dir/build.log" 2>/dev/null | tail -30
-    bad "find_package(mmalloc) project configures and builds"
-    exit 1
-  fi
+  build_user "$dir/app" "find_package(mmalloc) project configures and builds"
   run_app "app (mmalloc::mmalloc)" "$dir/app/build/app"
   if ldd "$dir/app/build/app" | grep -q "$libdir/libmmalloc.so"; then
     ok "app uses the installed libmmalloc.so"
@@ -295,14 +301,7 @@ find_package(mmalloc 0.1 REQUIRED COMPONENTS mmstream)
 add_executable(sapp main.c)
 target_link_libraries(sapp PRIVATE mmalloc::mmstream)
 EOF
-  if cmake -S "$dir/sapp" -B "$dir/sapp/build" -DCMAKE_PREFIX_PATH="$prefix" > "$dir/configure.log" 2>&1 &&
-     cmake --build "$dir/sapp/build" > "$dir/build.log" 2>&1; then
-    ok "find_package(mmalloc COMPONENTS mmstream) project links mmalloc::mmstream and builds"
-  else
-    cat "$dir/configure.log" "$dir/build.log" 2>/dev/null | tail -30
-    bad "find_package(mmalloc COMPONENTS mmstream) project links mmalloc::mmstream and builds"
-    exit 1
-  fi
+  build_user "$dir/sapp" "find_package(mmalloc COMPONENTS mmstream) project links mmalloc::mmstream and builds"
   run_app "sapp (mmalloc::mmstream)" "$dir/sapp/build/sapp"
   ;;
 override-off)
