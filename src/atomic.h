@@ -39,4 +39,18 @@
                                           memory_order_acq_rel,           \
                                           memory_order_acquire)
 
+/* Stores before it become visible before stores after it, as this thread
+ * wrote them.  For a fork: the child gets the other threads' memory as it
+ * was at some instruction of theirs, so where an owner publishes a block
+ * on a list without a lock (the fast free, a remote batch), the block's
+ * link is written first and the list head after, and the child never
+ * meets a block on a list whose link is still the user's bytes.  On x86
+ * stores leave the core in program order and this is only a compiler
+ * barrier (no instruction); weaker machines get a release fence. */
+#if defined(__x86_64__) || defined(__i386__)
+#define atomic_order_stores() __asm__ __volatile__("" ::: "memory")
+#else
+#define atomic_order_stores() atomic_thread_fence(memory_order_release)
+#endif
+
 #endif

@@ -20,10 +20,15 @@
  * What the owners' fast paths change without a lock (a page's free list,
  * local_free and used; an outgoing batch) may be torn by the fork in the
  * middle of a malloc or free of another thread: that thread does not exist
- * in the child, so its block is neither allocated nor freed there; the
- * page's count may be one off, which at worst keeps the page from being
- * retired (it stays abandoned in the child): a block lost, never a block
- * handed out twice.
+ * in the child, so its block is neither allocated nor freed there.  Those
+ * paths are written so that every tear is harmless: a block's link is
+ * stored before the list head that publishes it (atomic_order_stores), so
+ * no list in the child holds a block whose link is the user's bytes; a
+ * batch is emptied before any of it is pushed to an inbox (remote.c), so
+ * no block is both in a batch and in an inbox; a page's count may be one
+ * off, too high (the page is never retired in the child) or too low (by a
+ * block nobody in the child holds).  A block lost, never a block handed
+ * out twice: test/stress/fork_lists.c forks into every one of these.
  */
 #define _GNU_SOURCE
 #include <errno.h>

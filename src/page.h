@@ -144,6 +144,7 @@ MM_INLINE bool page_offset_at_block(const extent_t *page, uint64_t off) {
 MM_INLINE void *page_take_block(extent_t *page, block_t *b, block_t *next) {
   page->free = next;
   page->used++;
+  atomic_order_stores(); /* off the list before its canary goes: fork */
   b->canary = 0;
   return b;
 }

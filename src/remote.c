@@ -97,12 +97,20 @@ static void take_over_full_pages(thread_heap_t *x);
 /* Hand a batch to its heap; take over that heap's full pages if it is idle. */
 static MM_NOINLINE void remote_flush(remote_batch_t *rb) {
   thread_heap_t *dest = rb->dest;
-  for (unsigned lane = MM_LANES; lane-- > 0;) { /* lane 0 last: remote_inbox_waiting */
-    if (!rb->head[lane]) continue;
-    push_chain(dest, lane, rb->head[lane], rb->tail[lane]);
+  /* Empty the batch before pushing any of it: a fork landing in between
+   * leaves the child a batch that lost blocks (their pages are never
+   * retired there), never one whose blocks are also in the inbox already,
+   * which the child would free twice (lifecycle.c). */
+  block_t *head[MM_LANES], *tail[MM_LANES];
+  for (unsigned lane = 0; lane < MM_LANES; lane++) {
+    head[lane] = rb->head[lane];
+    tail[lane] = rb->tail[lane];
     rb->head[lane] = rb->tail[lane] = NULL;
   }
   rb->count = 0;
+  atomic_order_stores();
+  for (unsigned lane = MM_LANES; lane-- > 0;) /* lane 0 last: remote_inbox_waiting */
+    if (head[lane]) push_chain(dest, lane, head[lane], tail[lane]);
   uint32_t now = os_now_ms();
   if (unlikely(time_reached(now, atomic_load_relaxed(&dest->xactive_ms) + MM_IDLE_MS)) &&
       thread_heap_trylock(dest)) {
@@ -114,8 +122,11 @@ static MM_NOINLINE void remote_flush(remote_batch_t *rb) {
 }
 
 void remote_flush_all(thread_heap_t *th) {
-  for (unsigned i = 0; i < MM_REMOTE_BUCKETS; i++)
-    if (th->out[i].count) remote_flush(&th->out[i]);
+  for (unsigned i = 0; i < MM_REMOTE_BUCKETS; i++) {
+    /* head[0] too: a fork may land between batch_add's link and count */
+    remote_batch_t *rb = &th->out[i];
+    if (rb->count || rb->head[0]) remote_flush(rb);
+  }
 }
 
 void remote_send_one(thread_heap_t *owner, block_t *b) {
@@ -136,6 +147,7 @@ MM_INLINE bool batch_add(remote_batch_t *rb, block_t *b) {
   unsigned lane = rb->count % MM_LANES;
   block_set_next(b, rb->head[lane]);
   if (!rb->head[lane]) rb->tail[lane] = b;
+  atomic_order_stores(); /* link and tail before head: a fork may land here */
   rb->head[lane] = b;
   return ++rb->count >= MM_REMOTE_BATCH;
 }

@@ -242,6 +242,7 @@ MM_FAST_PATH void thread_heap_free_fast(void *p, const char *call) {
                  b->canary != canary)) {
         b->next = page->local_free; /* plain link: the fast paths are on */
         b->canary = canary;
+        atomic_order_stores(); /* link before head: a fork may land here */
         page->local_free = b;
         if (likely(--page->used != 0)) return;
         thread_heap_page_empty_slow(mm_thread_heap, page);
