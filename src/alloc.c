@@ -132,7 +132,7 @@ MM_SLOW_PATH void *thread_heap_alloc_class_slow(thread_heap_t *th, unsigned c) {
   void *p = alloc_class(th, c);
   thread_heap_check_all(th);
   thread_heap_unlock(th);
-  return p;
+  return p; /* no purger poke: this runs once per medium malloc (purger.c) */
 }
 
 MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
@@ -143,8 +143,9 @@ MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
       return NULL;
     }
   }
-  if (unlikely(mm_slow_only)) return alloc_checked(th, size, 0, false);
-  return alloc_any(th, size, 0, false);
+  void *p = mm_slow_only ? alloc_checked(th, size, 0, false) : alloc_any(th, size, 0, false);
+  local_heap_purger_poke();
+  return p;
 }
 
 /* Allocation with an alignment above 16 (or zeroed large memory). */

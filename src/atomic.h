@@ -39,6 +39,11 @@
                                           memory_order_acq_rel,           \
                                           memory_order_acquire)
 
+/* A full fence: the store before it is visible to every thread before the
+ * load after it reads.  For the two-sided handshakes where each side
+ * stores its flag, then reads the other's (purger.c). */
+#define atomic_fence_store_load() atomic_thread_fence(memory_order_seq_cst)
+
 /* Stores before it become visible before stores after it, as this thread
  * wrote them.  For a fork: the child gets the other threads' memory as it
  * was at some instruction of theirs, so where an owner publishes a block

@@ -51,7 +51,7 @@
  *   tree         interval_tree.h                     interval_tree.c
  *   region       region.h                            region.c region_check.c
  *   local heap   local_heap.h, local_heap_parts.h    local_heap.c extent.c page_market.c
- *                (the second private to the layer)   large.c decay.c local_heap_check.c
+ *                (the second private to the layer)   large.c decay.c purger.c local_heap_check.c
  *   page         size_class.h page.h                 size_class.c page.c
  *   thread heap  thread_heap.h                       thread_heap.c
  *   remote       remote.h                            remote.c

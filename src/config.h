@@ -109,6 +109,10 @@
 #define MM_HUGE_CACHE_MAX 4
 /* Default purge delay: free memory idle this long is returned to the OS. */
 #define MM_PURGE_DELAY_MS_DEFAULT 100
+/* Free memory held (all heaps) that starts the purge thread (purger.c):
+ * below it a program never has one; above it, what is freed goes back one
+ * purge delay later even if no thread calls the allocator again. */
+#define MM_PURGE_THREAD_MIB_DEFAULT 32
 /* A thread that only frees into other threads' pages runs the heartbeat
  * every this many remote frees (it has no other slow path). */
 #define MM_HEARTBEAT_CALLS 64

@@ -9,7 +9,9 @@
  * heap purges at most once per delay, everything that is due then, and
  * whatever is not due yet waits for the next one.  Any thread's heartbeat
  * purges whatever heap is due (local_heap_purge_due), so memory comes back
- * even if the threads that freed it went idle; mm_collect purges all now.
+ * even if the threads that freed it went idle; once a process has held
+ * purge_thread_mib of free memory, the purge thread (purger.c) also purges
+ * every heap when it is due, calls or none; mm_collect purges all now.
  * Cached page blocks and cached huge mappings follow the same delay.
  *
  * Invariants (local_heap.h; local_heap_check.c checks them):
@@ -25,23 +27,43 @@ void decay_schedule(local_heap_t *h, uint32_t freed_at) {
   if (atomic_load_relaxed(&h->xpurge_at) == 0) {
     uint32_t due = freed_at + (uint32_t)option_live(&options.purge_delay_ms);
     atomic_store_relaxed(&h->xpurge_at, ((uint64_t)1 << 32) | due);
+    if (atomic_load_relaxed(&mm_xpurger_state) == MM_PURGER_RUNNING) purger_wake();
   }
+}
+
+/* The datablocks of e below its slot's committed mark: nothing above it was
+ * ever made accessible, so nothing there can be resident.  Without this
+ * bound a free extent that reaches into the never-used end of its slot
+ * would count that end as dirty once a carve or a merge had moved its
+ * dirty part (the count cannot say where in the extent it is). */
+static size_t committed_part(const extent_t *e) {
+  const slot_t *slot = slot_of_extent(e);
+  uintptr_t committed = (uintptr_t)slot + slot->committed, end = extent_end(e);
+  if (likely(end <= committed) || slot->holes) return e->node.ndatablocks;
+  if (e->node.start >= committed) return 0;
+  return (committed - e->node.start) >> MM_DATABLOCK_SHIFT;
 }
 
 void decay_dirty_add(local_heap_t *h, extent_t *e, uint32_t now) {
   mm_assert_internal(local_heap_locked(h) && !e->next && !e->prev);
   e->flags &= MM_EXTENT_GUARD;
   e->freed_at = now;
-  e->dirty = (uint32_t)e->node.ndatablocks;
+  e->dirty = (uint32_t)committed_part(e);
   h->dirty_datablocks += e->dirty;
+  held_changed(h);
   decay_schedule(h, now);
 }
 
 void decay_set_dirty(local_heap_t *h, extent_t *e, size_t dirty) {
   mm_assert_internal(local_heap_locked(h) && dirty <= e->node.ndatablocks);
+  if (dirty) {
+    size_t most = committed_part(e);
+    if (dirty > most) dirty = most;
+  }
   mm_assert_internal(h->dirty_datablocks >= e->dirty);
   h->dirty_datablocks = h->dirty_datablocks - e->dirty + dirty;
   e->dirty = (uint32_t)dirty;
+  held_changed(h);
 }
 
 /* ---- purging -------------------------------------------------------------------- */

@@ -120,6 +120,7 @@ extent_t *extent_insert_free(local_heap_t *h, extent_t *e) {
   keep->dirty = (uint32_t)dirty; /* the parts' counts, already in dirty_datablocks */
   if (dirty) keep->freed_at = newest;
   region_map_ends(keep);
+  decay_set_dirty(h, keep, dirty); /* at most its committed part */
   return keep;
 }
 

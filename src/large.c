@@ -160,6 +160,8 @@ static extent_t *huge_cache_take(local_heap_t *h, size_t size, size_t align) {
   }
   if (best) {
     extent_list_remove(&h->huge_cache, best);
+    h->huge_cached_datablocks -= best->node.ndatablocks;
+    held_changed(h);
     h->huge_cache_count--;
     atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
   }
@@ -170,6 +172,8 @@ static extent_t *huge_cache_take(local_heap_t *h, size_t size, size_t align) {
 void huge_cache_drop(local_heap_t *h, extent_t *c) {
   mm_assert_internal(local_heap_locked(h) && c->kind == MM_EXTENT_CACHED);
   extent_list_remove(&h->huge_cache, c);
+  h->huge_cached_datablocks -= c->node.ndatablocks;
+  held_changed(h);
   h->huge_cache_count--;
   atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
   region_huge_free(c);
@@ -238,6 +242,8 @@ void local_heap_free_huge(extent_t *e) {
   e->kind = MM_EXTENT_CACHED;
   e->freed_at = now;
   extent_list_push_front(&h->huge_cache, e);
+  h->huge_cached_datablocks += e->node.ndatablocks;
+  held_changed(h);
   h->huge_cache_count++;
   atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
   if (h->huge_cache_count > MM_HUGE_CACHE_MAX) huge_cache_drop(h, h->huge_cache.last);

@@ -79,4 +79,5 @@ void local_heap_fork_parent(void) {
 
 void local_heap_fork_child(void) {
   for (uint32_t i = mm_nheaps; i-- > 0;) mutex_reinit(&mm_heaps[i].lock);
+  purger_fork_child();
 }

@@ -52,7 +52,11 @@ MM_HIDDEN_BEGIN
  *   heap's lists (a PAGE with an owner), or none (LARGE); huge_cache holds
  *   CACHED huge mappings, each on no other list;
  *   bit c of xabandoned_classes == (abandoned[c] is not empty); xcached ==
- *   cache_count; xhuge_cached == huge_cache_count. */
+ *   cache_count; xhuge_cached == huge_cache_count;
+ *   huge_cached_datablocks == the datablocks of the huge cache's mappings;
+ *   held_mib == xheld_mib == (dirty_datablocks + huge_cached_datablocks)
+ *   in whole MiB: the free memory the heap holds that may be resident,
+ *   which the purge thread's start watches (purger.c). */
 typedef struct local_heap_s {
   mm_mutex_t lock;
   uint32_t index;
@@ -71,6 +75,9 @@ typedef struct local_heap_s {
   _Atomic(uint32_t) xcached;            /* cache_count */
   _Atomic(uint64_t) xpages_taken_over;  /* stats: full pages taken from idle threads */
   size_t dirty_datablocks;
+  size_t huge_cached_datablocks;
+  size_t held_mib;
+  _Atomic(uint64_t) xheld_mib; /* held_mib, for the sum over heaps */
   _Atomic(uint64_t) xpurge_at; /* 0, or (1 << 32) | deadline in ms */
   char *meta_next;             /* metadata memory: a bump allocator */
   size_t meta_left;
@@ -130,6 +137,19 @@ bool local_heap_any_abandoned(void);
 MM_INLINE void local_heap_count_taken_over(local_heap_t *h, uint64_t pages) {
   atomic_fetch_add_relaxed(&h->xpages_taken_over, pages);
 }
+
+/* ---- purger.c: the purge thread ----------------------------------------------------
+ * Wanted once the free memory the heaps hold reaches purge_thread_mib;
+ * started by the next allocator call that holds no lock. */
+enum { MM_PURGER_OFF = 0, MM_PURGER_WANTED = 1, MM_PURGER_RUNNING = 2, MM_PURGER_FAILED = 3 };
+extern _Atomic(uint32_t) mm_xpurger_state;
+void purger_start(void);
+/* Call where no lock of ours is held (pthread_create may call malloc). */
+MM_INLINE void local_heap_purger_poke(void) {
+  if (unlikely(atomic_load_relaxed(&mm_xpurger_state) == MM_PURGER_WANTED)) purger_start();
+}
+/* The purger's state, its heap purges and wake-ups. */
+void local_heap_purger_stats(uint32_t *state, uint64_t *purges, uint64_t *wakeups);
 
 /* ---- large.c: blocks handed out whole ------------------------------------------ */
 

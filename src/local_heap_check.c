@@ -68,7 +68,9 @@ static bool cache_is_valid(check_t *c) {
   if (n != h->cache_count || atomic_load_relaxed(&h->xcached) != n)
     return bad(c, "cache_count or xcached disagrees with the page cache", 0);
   n = 0;
+  size_t huge_datablocks = 0;
   for (extent_t *e = h->huge_cache.first; e; e = e->next) {
+    huge_datablocks += e->node.ndatablocks;
     if (e->kind != MM_EXTENT_CACHED || slot_of_extent(e)->heap != h->index ||
         !region_huge_is_valid(e, c->why, c->why_size)) {
       if (c->ok) bad(c, "huge cache holds an extent that is not a cached huge mapping of it",
@@ -80,6 +82,8 @@ static bool cache_is_valid(check_t *c) {
   }
   if (n != h->huge_cache_count || atomic_load_relaxed(&h->xhuge_cached) != n)
     return bad(c, "huge_cache_count or xhuge_cached disagrees with the huge cache", 0);
+  if (huge_datablocks != h->huge_cached_datablocks)
+    return bad(c, "huge_cached_datablocks disagrees with the huge cache", 0);
   return true;
 }
 
@@ -123,6 +127,9 @@ bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size) {
               h->dirty_datablocks, c.dirty);
     return false;
   }
+  size_t mib = (h->dirty_datablocks + h->huge_cached_datablocks) >> (20 - MM_DATABLOCK_SHIFT);
+  if (h->held_mib != mib || atomic_load_relaxed(&h->xheld_mib) != mib)
+    return bad(&c, "held_mib or xheld_mib disagrees with the dirty and huge-cached memory", 0);
   if ((h->dirty_datablocks || h->cache_count || h->huge_cache_count) &&
       atomic_load_relaxed(&h->xpurge_at) == 0)
     return bad(&c, "memory waits for the purge but none is scheduled (xpurge_at == 0)", 0);

@@ -42,12 +42,26 @@ size_t pressure_relieve(local_heap_t *self);
 
 /* ---- decay.c -------------------------------------------------------------------- */
 
-/* e (freed, on no list) counts as dirty all over, from now. */
+/* e (freed, on no list) counts as dirty all over its committed part, from now. */
 void decay_dirty_add(local_heap_t *h, extent_t *e, uint32_t now);
 /* Set a free extent's dirty count, keeping the heap's sum. */
 void decay_set_dirty(local_heap_t *h, extent_t *e, size_t dirty);
 /* Something was freed at freed_at: make sure a purge is scheduled. */
 void decay_schedule(local_heap_t *h, uint32_t freed_at);
+
+/* ---- purger.c ------------------------------------------------------------------- */
+/* h's held memory crossed a MiB boundary (held_changed). */
+void purger_held_moved(local_heap_t *h, size_t mib);
+/* After any change of h->dirty_datablocks or h->huge_cached_datablocks:
+ * keeps held_mib; a shift and a compare unless a MiB boundary is crossed. */
+MM_INLINE void held_changed(local_heap_t *h) {
+  size_t mib = (h->dirty_datablocks + h->huge_cached_datablocks) >> (20 - MM_DATABLOCK_SHIFT);
+  if (unlikely(mib != h->held_mib)) purger_held_moved(h, mib);
+}
+/* A heap's xpurge_at went from 0 to a deadline: wake a purger that sleeps
+ * without one. */
+void purger_wake(void);
+void purger_fork_child(void);
 
 /* ---- page_market.c ---------------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /* options.c — run-time options, from the environment and mm_option_set.
  *
  * Layer: os.  Read once at start-up (before the first allocation, without
- * allocating); verbose, stats, hugepages and purge_delay_ms may change
+ * allocating); verbose, stats, hugepages, purge_delay_ms and
+ * purge_thread_mib may change
  * later through mm_option_set (see options.h for who reads them how).
  *
  *   MMALLOC_VERBOSE=1         print the options in force at start-up
@@ -10,6 +11,9 @@
  *   MMALLOC_HUGEPAGES=0|1|2   transparent huge pages: 0 never, 1 all heap
  *                             memory, 2 (default) large and huge blocks >= 8 MiB
  *   MMALLOC_PURGE_DELAY_MS=N  free memory idle N ms goes back to the OS (100)
+ *   MMALLOC_PURGE_THREAD_MIB=N  once N MiB of free memory are held, a purge
+ *                             thread gives it back on time even if no thread
+ *                             calls the allocator (32; 0: never start it)
  *   MMALLOC_SECURE=1          secure-mode checks that can be chosen at run time
  *   MMALLOC_ZERO_ON_FREE=1    freed small blocks are zeroed (checked on reuse
  *                             in secure mode)
@@ -28,6 +32,7 @@ options_t options = {
     .heaps = 0,
     .hugepages = 2,
     .purge_delay_ms = MM_PURGE_DELAY_MS_DEFAULT,
+    .purge_thread_mib = MM_PURGE_THREAD_MIB_DEFAULT,
     .secure = MM_SECURE,
     .zero_on_free = 0,
 };
@@ -49,6 +54,7 @@ static const option_desc_t option_table[] = {
     {"heaps", &options.heaps, 1, MM_MAX_HEAPS, true},
     {"hugepages", &options.hugepages, 0, 2, false},
     {"purge_delay_ms", &options.purge_delay_ms, 0, 1L << 30, false},
+    {"purge_thread_mib", &options.purge_thread_mib, 0, 1L << 30, false},
     {"secure", &options.secure, 0, 1, true},
     {"zero_on_free", &options.zero_on_free, 0, 1, true},
 };
@@ -96,10 +102,11 @@ void options_init(void) {
 }
 
 void options_print(void) {
-  os_message("mmalloc %d.%d.%d: heaps=%ld hugepages=%ld purge_delay_ms=%ld stats=%ld secure=%ld"
-             " zero_on_free=%ld (debug level %d%s)\n",
+  os_message("mmalloc %d.%d.%d: heaps=%ld hugepages=%ld purge_delay_ms=%ld purge_thread_mib=%ld"
+             " stats=%ld secure=%ld zero_on_free=%ld (debug level %d%s)\n",
              MMALLOC_VERSION_MAJOR, MMALLOC_VERSION_MINOR, MMALLOC_VERSION_PATCH, options.heaps,
-             options.hugepages, options.purge_delay_ms, options.stats, options.secure,
+             options.hugepages, options.purge_delay_ms, options.purge_thread_mib, options.stats,
+             options.secure,
              options.zero_on_free, MM_DEBUG, mm_slow_only ? ", fast paths off" : "");
 }
 

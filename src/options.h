@@ -7,7 +7,8 @@
  * Who writes what:
  *   options.heaps, .secure, .zero_on_free: start-up only (before any
  *     allocation), plain reads afterwards;
- *   options.verbose, .stats, .hugepages, .purge_delay_ms: mm_option_set
+ *   options.verbose, .stats, .hugepages, .purge_delay_ms, .purge_thread_mib:
+ *     mm_option_set
  *     may change them while other threads run, so they are read with
  *     option_live() (a relaxed atomic load of the plain long);
  *   mm_canary_key, mm_list_key, mm_slow_only: set by the start-up
@@ -26,6 +27,7 @@ typedef struct options_s {
   long heaps;          /* MMALLOC_HEAPS: local heaps (default: CPUs) */
   long hugepages;      /* MMALLOC_HUGEPAGES: 0 never, 1 always, 2 large blocks */
   long purge_delay_ms; /* MMALLOC_PURGE_DELAY_MS: idle time before purging */
+  long purge_thread_mib; /* MMALLOC_PURGE_THREAD_MIB: free MiB that start the purge thread */
   long secure;         /* MMALLOC_SECURE: run-time part of secure mode */
   long zero_on_free;   /* MMALLOC_ZERO_ON_FREE: freed small blocks are zeroed */
 } options_t;

@@ -1,5 +1,5 @@
 /* os.c — everything mmalloc asks of the operating system for memory, time,
- * CPUs and randomness.
+ * CPUs, randomness, and its one background thread.
  *
  * Layer: os (the bottom; no other file makes a system call for memory).
  *
@@ -11,12 +11,16 @@
  * in a forked child (format.c).
  *
  * Fault injection (MM_FAULT_INJECTION builds only): a test can make the Nth
- * reservation, commit or purge from now fail, as the OS would under an
- * RLIMIT_AS, an exhausted commit limit or a failing madvise.
+ * reservation, commit, purge or thread start from now fail, as the OS would
+ * under an RLIMIT_AS, an exhausted commit limit, a failing madvise or a
+ * full thread table.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,4 +237,36 @@ uint64_t os_random(void) {
         ((uint64_t)getpid() << 32);
   }
   return r;
+}
+
+/* ---- the background thread -------------------------------------------------- */
+
+bool os_thread_start(void *(*fn)(void *), void *arg, const char *name) {
+  if (os_fault(MM_FAULT_THREAD)) return false;
+  int saved = errno; /* the program's errno is not ours to change */
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return false;
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 << 10); /* it needs little; reserved, not resident */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits the mask */
+  pthread_t t;
+  int err = pthread_create(&t, &attr, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  if (err == 0) pthread_setname_np(t, name);
+  errno = saved;
+  return err == 0;
+}
+
+void os_wait(_Atomic(uint32_t) *word, uint32_t expected, uint32_t timeout_ms) {
+  struct timespec t = {(time_t)(timeout_ms / 1000), (long)(timeout_ms % 1000) * 1000000L};
+  syscall(SYS_futex, (void *)word, FUTEX_WAIT_PRIVATE, expected, timeout_ms ? &t : NULL, NULL, 0);
+}
+
+void os_wake(_Atomic(uint32_t) *word) {
+  int saved = errno;
+  syscall(SYS_futex, (void *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  errno = saved;
 }

@@ -17,7 +17,13 @@ MM_HIDDEN_BEGIN
 
 /* Fault injection (MM_FAULT_INJECTION builds): the kinds of call a test can
  * make fail (mm_test_fault_set). */
-enum { MM_FAULT_RESERVE = 0, MM_FAULT_COMMIT = 1, MM_FAULT_PURGE = 2, MM_FAULT_KINDS = 3 };
+enum {
+  MM_FAULT_RESERVE = 0,
+  MM_FAULT_COMMIT = 1,
+  MM_FAULT_PURGE = 2,
+  MM_FAULT_THREAD = 3,
+  MM_FAULT_KINDS = 4
+};
 
 void os_init(void);
 void *os_reserve(size_t size, size_t align);
@@ -33,6 +39,16 @@ uint32_t os_now_ms(void);
 int os_current_cpu(void);
 int os_cpu_count(void);
 uint64_t os_random(void);
+
+/* A background thread of the allocator's own: detached, every signal
+ * blocked (the program's handlers never run on it), named `name` for ps
+ * and debuggers.  False when the OS refuses (the caller does without).
+ * pthread_create may call malloc: never call this holding a lock of ours. */
+bool os_thread_start(void *(*fn)(void *), void *arg, const char *name);
+/* Sleep while *word == expected, at most timeout_ms (0: no limit), or until
+ * os_wake(word); may return early for no reason (callers loop). */
+void os_wait(_Atomic(uint32_t) *word, uint32_t expected, uint32_t timeout_ms);
+void os_wake(_Atomic(uint32_t) *word);
 
 /* True once `now` has reached `deadline` on the wrapping millisecond clock. */
 MM_INLINE bool time_reached(uint32_t now, uint32_t deadline) {

@@ -9,6 +9,11 @@
 #include "mmalloc.h"
 #include "stats.h"
 
+static const char *purger_state_name(uint32_t state) {
+  static const char *const names[] = {"off", "wanted", "running", "failed"};
+  return state < 4 ? names[state] : "?";
+}
+
 typedef struct heap_stats_s {
   uint64_t slots, reserved, committed, free_bytes, free_extents, dirty_bytes;
   uint64_t cached_bytes, abandoned_pages, large_allocs, large_frees, large_live;
@@ -96,9 +101,10 @@ size_t stats_json(char *buf, size_t size) {
   if (size) buf[0] = 0;
   out(&o,
       "{\"version\":\"%d.%d.%d\",\"options\":{\"heaps\":%ld,\"hugepages\":%ld,"
-      "\"purge_delay_ms\":%ld,\"secure\":%ld},\"heaps\":[",
+      "\"purge_delay_ms\":%ld,\"purge_thread_mib\":%ld,\"secure\":%ld},\"heaps\":[",
       MMALLOC_VERSION_MAJOR, MMALLOC_VERSION_MINOR, MMALLOC_VERSION_PATCH, options.heaps,
-      option_live(&options.hugepages), option_live(&options.purge_delay_ms), options.secure);
+      option_live(&options.hugepages), option_live(&options.purge_delay_ms),
+      option_live(&options.purge_thread_mib), options.secure);
   heap_stats_t total;
   memset(&total, 0, sizeof(total));
   for (uint32_t i = 0; i < mm_nheaps; i++) {
@@ -110,7 +116,11 @@ size_t stats_json(char *buf, size_t size) {
   }
   out(&o, "],\"total\":");
   out_heap(&o, &total);
-  out(&o, "}");
+  uint32_t state;
+  uint64_t purges, wakeups;
+  local_heap_purger_stats(&state, &purges, &wakeups);
+  out(&o, ",\"purge_thread\":{\"state\":\"%s\",\"purges\":%lu,\"wakeups\":%lu}}",
+      purger_state_name(state), purges, wakeups);
   return o.len;
 }
 
@@ -147,4 +157,9 @@ void stats_print(int fd) {
   line(fd, "purged %lu KiB in %lu purges; %lu large blocks grown in place; "
        "%lu full pages taken over from idle threads\n",
        total.purged >> 10, total.purges, total.realloc_in_place, total.pages_taken_over);
+  uint32_t state;
+  uint64_t purges, wakeups;
+  local_heap_purger_stats(&state, &purges, &wakeups);
+  line(fd, "purge thread: %s, %lu heap purges in %lu wake-ups\n", purger_state_name(state),
+       purges, wakeups);
 }

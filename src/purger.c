@@ -1,0 +1,141 @@
+/* purger.c — the purge thread: free memory goes back to the OS on time even
+ * when no thread calls the allocator any more.
+ *
+ * Layer: local heap.
+ *
+ * Without it, purges ride on allocator calls (a thread's heartbeat purges
+ * the heaps that are due, decay.c), so a process that frees a burst and
+ * then blocks in epoll_wait keeps all of it.  The thread changes who runs
+ * the purge, never what is purged or when it is due: the schedule is the
+ * heaps' own (xpurge_at, one purge delay after the memory went idle), so
+ * memory that is reused within the delay is never purged and faulted back.
+ *
+ * It exists only in a process that has had a lot of free memory at once.
+ * Each heap keeps the free memory it holds that may be resident (dirty
+ * extents, cached page blocks, cached huge mappings) in whole MiB
+ * (held_mib, kept by held_changed in decay.c and large.c: a shift and a
+ * compare, no shared write); when a heap's figure grows by a MiB, the sum
+ * over all heaps is compared with options.purge_thread_mib, and the first
+ * time it reaches it the purger is wanted.  The next allocator call on a
+ * path that frees memory, or on malloc's general slow path, holding no
+ * lock, starts it (local_heap_purger_poke: pthread_create may call
+ * malloc).  A small program never has a second thread.  The thread blocks every signal,
+ * never allocates, takes only local heap locks (one at a time, blocking:
+ * it holds nothing else), and sleeps until the earliest deadline, or, with
+ * nothing scheduled, until decay_schedule wakes it.
+ *
+ * Sleeping without a deadline is a handshake on two words: the purger sets
+ * xasleep, then looks at every heap's xpurge_at; a heap scheduling a purge
+ * sets its xpurge_at, then looks at xasleep; a full fence between the store
+ * and the load on both sides means at least one of them sees the other, so
+ * either the purger finds the deadline or the scheduler wakes it.
+ *
+ * Fork: the child has no purger and starts with it off; it is wanted
+ * again once a heap of the child grows by a MiB and the total is over the
+ * threshold (a child that execs right away never starts one).  States only go OFF -> WANTED -> RUNNING,
+ * or WANTED -> FAILED when the OS refuses the thread (purges then ride on
+ * allocator calls, as without it).
+ */
+#include "local_heap_parts.h"
+
+_Atomic(uint32_t) mm_xpurger_state;
+static _Atomic(uint32_t) xseq;     /* the futex word: bumped to wake the purger */
+static _Atomic(uint32_t) xasleep;  /* 1 while it waits with no deadline */
+static _Atomic(uint64_t) xpurges;  /* heap purges the thread ran */
+static _Atomic(uint64_t) xwakeups; /* times it woke up */
+
+/* OFF -> WANTED once the heaps together hold purge_thread_mib. */
+static void purger_consider(void) {
+  if (atomic_load_relaxed(&mm_xpurger_state) != MM_PURGER_OFF) return;
+  long want = option_live(&options.purge_thread_mib);
+  if (want <= 0) return;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < mm_nheaps; i++) total += atomic_load_relaxed(&mm_heaps[i].xheld_mib);
+  uint32_t off = MM_PURGER_OFF;
+  if (total >= (uint64_t)want) atomic_cas_strong_acq_rel(&mm_xpurger_state, &off, MM_PURGER_WANTED);
+}
+
+void purger_held_moved(local_heap_t *h, size_t mib) {
+  mm_assert_internal(local_heap_locked(h));
+  bool grew = mib > h->held_mib;
+  h->held_mib = mib;
+  atomic_store_relaxed(&h->xheld_mib, mib);
+  if (grew) purger_consider();
+}
+
+/* Purge every heap whose deadline has passed; the milliseconds until the
+ * earliest deadline left, or 0 when no heap has one. */
+static uint32_t purge_due_heaps(void) {
+  uint32_t now = os_now_ms(), wait = 0;
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    local_heap_t *h = &mm_heaps[i];
+    uint64_t due = atomic_load_relaxed(&h->xpurge_at);
+    if (due && time_reached(now, (uint32_t)due)) {
+      local_heap_lock(h);
+      local_heap_purge(h, false);
+      local_heap_check(h);
+      local_heap_unlock(h);
+      atomic_fetch_add_relaxed(&xpurges, 1);
+      due = atomic_load_relaxed(&h->xpurge_at);
+    }
+    if (!due) continue;
+    uint32_t left = time_reached(now, (uint32_t)due) ? 1 : (uint32_t)due - now;
+    if (wait == 0 || left < wait) wait = left;
+  }
+  return wait;
+}
+
+static bool any_scheduled(void) {
+  for (uint32_t i = 0; i < mm_nheaps; i++)
+    if (atomic_load_relaxed(&mm_heaps[i].xpurge_at)) return true;
+  return false;
+}
+
+static void *purger_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    uint32_t seq = atomic_load_acquire(&xseq);
+    uint32_t wait = purge_due_heaps();
+    if (wait) {
+      os_wait(&xseq, seq, wait + 1); /* + 1: a deadline is reached, not neared */
+    } else {
+      atomic_store_relaxed(&xasleep, 1);
+      atomic_fence_store_load(); /* store xasleep, then load xpurge_at */
+      if (!any_scheduled()) os_wait(&xseq, seq, 0);
+      atomic_store_relaxed(&xasleep, 0);
+    }
+    atomic_fetch_add_relaxed(&xwakeups, 1);
+  }
+  return NULL;
+}
+
+void purger_start(void) {
+  uint32_t want = MM_PURGER_WANTED;
+  if (!atomic_cas_strong_acq_rel(&mm_xpurger_state, &want, MM_PURGER_RUNNING)) return;
+  if (os_thread_start(purger_main, NULL, "mmalloc-purge")) return;
+  atomic_store_relaxed(&mm_xpurger_state, MM_PURGER_FAILED);
+  if (option_live(&options.verbose))
+    os_message("mmalloc: could not start the purge thread; free memory goes back on "
+               "allocator calls only\n");
+}
+
+void purger_wake(void) {
+  atomic_fence_store_load(); /* store xpurge_at, then load xasleep */
+  if (!atomic_load_relaxed(&xasleep)) return;
+  atomic_fetch_add_relaxed(&xseq, 1);
+  os_wake(&xseq);
+}
+
+void purger_fork_child(void) {
+  atomic_store_relaxed(&xasleep, 0);
+  uint32_t s = atomic_load_relaxed(&mm_xpurger_state);
+  /* Off, whatever it was: a child that goes on to exec should not pay for
+   * a thread; one that frees another MiB is considered again. */
+  if (s != MM_PURGER_OFF) atomic_store_relaxed(&mm_xpurger_state, MM_PURGER_OFF);
+}
+
+void local_heap_purger_stats(uint32_t *state, uint64_t *purges, uint64_t *wakeups) {
+  *state = atomic_load_relaxed(&mm_xpurger_state);
+  *purges = atomic_load_relaxed(&xpurges);
+  *wakeups = atomic_load_relaxed(&xwakeups);
+}
