@@ -48,6 +48,7 @@
  *
  *   base         config.h atomic.h base.h
  *   os           os.h debug.h lock.h options.h       os.c format.c lock.c options.c
+ *                cgroup.h                            cgroup.c
  *   tree         interval_tree.h                     interval_tree.c
  *   region       region.h                            region.c region_check.c
  *   local heap   local_heap.h, local_heap_parts.h    local_heap.c extent.c page_market.c

@@ -113,6 +113,8 @@
  * below it a program never has one; above it, what is freed goes back one
  * purge delay later even if no thread calls the allocator again. */
 #define MM_PURGE_THREAD_MIB_DEFAULT 32
+/* The cgroup's memory usage and limit are read at most this often (cgroup.c). */
+#define MM_CGROUP_CHECK_MS 100
 /* A thread that only frees into other threads' pages runs the heartbeat
  * every this many remote frees (it has no other slow path). */
 #define MM_HEARTBEAT_CALLS 64

@@ -123,8 +123,29 @@ void local_heap_purge(local_heap_t *h, bool force) {
                        w.dirty_left ? ((uint64_t)1 << 32) | (w.now + w.delay) : 0);
 }
 
-/* Purge every heap that is due and whose lock is free right now. */
+/* The cgroup's memory usage is near its limit: every heap gives back all
+ * its free memory now, due or not (its lock taken in turn; the caller
+ * holds no local heap lock). */
+void local_heap_purge_pressure(void) {
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    local_heap_t *h = &mm_heaps[i];
+    local_heap_lock(h);
+    if (h->dirty_datablocks || h->cache_count || h->huge_cache_count) {
+      local_heap_purge(h, true);
+      h->pressure_purges++;
+    }
+    local_heap_check(h);
+    local_heap_unlock(h);
+  }
+}
+
+/* Purge every heap that is due and whose lock is free right now; every
+ * heap, due or not, when the cgroup's memory usage is near its limit. */
 void local_heap_purge_due(uint32_t now) {
+  if (unlikely(cgroup_memory_near_limit(now))) {
+    local_heap_purge_pressure();
+    return;
+  }
   for (uint32_t i = 0; i < mm_nheaps; i++) {
     local_heap_t *h = &mm_heaps[i];
     uint64_t due = atomic_load_relaxed(&h->xpurge_at);

@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include "cgroup.h"
 #include "remote.h"
 
 #if MM_VALGRIND
@@ -69,6 +70,7 @@ void thread_heap_process_init(void) {
     size_class_init();
     mm_canary_key = (uintptr_t)os_random() | 1;
     cpu_count = os_cpu_count();
+    cgroup_init();
     /* Secure mode and valgrind switch the fast paths off: every call comes
      * through the checked slow paths (see page.c). */
 #if MM_VALGRIND
@@ -76,7 +78,11 @@ void thread_heap_process_init(void) {
 #endif
     mm_slow_only = options.secure || options.zero_on_free || mm_vg_rz;
     if (options.secure) mm_list_key = (uintptr_t)os_random() | 1;
-    local_heap_init_all((uint32_t)(options.heaps > 0 ? options.heaps : cpu_count));
+    /* one heap per CPU the process may use: the affinity mask and the
+     * cgroup's CPU quota count, not only the CPUs the machine has */
+    uint32_t quota = cgroup_cpu_limit(), heaps = (uint32_t)cpu_count;
+    if (quota && quota < heaps) heaps = quota;
+    local_heap_init_all(options.heaps > 0 ? (uint32_t)options.heaps : heaps);
     thread_heap_registry_init(mm_nheaps);
     options.heaps = mm_nheaps;
     pthread_key_create(&thread_key, thread_heap_exit_cb);

@@ -85,6 +85,7 @@ typedef struct local_heap_s {
   uint64_t large_allocs, large_frees, large_live_bytes;
   uint64_t realloc_in_place, realloc_moved;
   uint64_t purged_bytes, purges;
+  uint64_t pressure_purges; /* purges forced by the cgroup's memory limit */
   uint64_t pages_out, pages_back;
   uint64_t huge_allocs, huge_live_bytes;
 } __attribute__((aligned(MM_CACHE_LINE))) local_heap_t;
@@ -164,6 +165,8 @@ extent_t *local_heap_resize_huge(extent_t *e, size_t size);
 
 void local_heap_purge(local_heap_t *h, bool force); /* lock held */
 void local_heap_purge_due(uint32_t now);
+/* Every heap purges all it holds now (the cgroup's memory is near its limit). */
+void local_heap_purge_pressure(void);
 void local_heap_collect_all(void);
 
 /* ---- local_heap_check.c ------------------------------------------------------------ */

@@ -8,6 +8,7 @@
 #ifndef MM_LOCAL_HEAP_PARTS_H
 #define MM_LOCAL_HEAP_PARTS_H
 
+#include "cgroup.h"
 #include "local_heap.h"
 #include "options.h"
 

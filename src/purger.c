@@ -30,6 +30,10 @@
  * and the load on both sides means at least one of them sees the other, so
  * either the purger finds the deadline or the scheduler wakes it.
  *
+ * Under a cgroup memory limit (cgroup.h) it also looks at the cgroup's
+ * usage at least every MM_CGROUP_CHECK_MS while memory waits for a purge,
+ * and purges everything at once when the usage nears the limit.
+ *
  * Fork: the child has no purger and starts with it off; it is wanted
  * again once a heap of the child grows by a MiB and the total is over the
  * threshold (a child that execs right away never starts one).  States only go OFF -> WANTED -> RUNNING,
@@ -67,6 +71,7 @@ void purger_held_moved(local_heap_t *h, size_t mib) {
  * earliest deadline left, or 0 when no heap has one. */
 static uint32_t purge_due_heaps(void) {
   uint32_t now = os_now_ms(), wait = 0;
+  if (unlikely(cgroup_memory_near_limit(now))) local_heap_purge_pressure();
   for (uint32_t i = 0; i < mm_nheaps; i++) {
     local_heap_t *h = &mm_heaps[i];
     uint64_t due = atomic_load_relaxed(&h->xpurge_at);
@@ -80,6 +85,8 @@ static uint32_t purge_due_heaps(void) {
     }
     if (!due) continue;
     uint32_t left = time_reached(now, (uint32_t)due) ? 1 : (uint32_t)due - now;
+    /* under a cgroup memory limit, look at its usage between deadlines too */
+    if (left > MM_CGROUP_CHECK_MS && cgroup_has_memory_limit()) left = MM_CGROUP_CHECK_MS;
     if (wait == 0 || left < wait) wait = left;
   }
   return wait;

@@ -19,7 +19,7 @@ typedef struct heap_stats_s {
   uint64_t cached_bytes, abandoned_pages, large_allocs, large_frees, large_live;
   uint64_t huge_allocs, huge_live, realloc_in_place, purged, purges;
   uint64_t pages_out, pages_back, threads_live, threads_dead, pages_taken_over;
-  uint64_t pages, pages_lost;
+  uint64_t pages, pages_lost, pressure_purges;
 } heap_stats_t;
 
 static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
@@ -48,6 +48,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->realloc_in_place = h->realloc_in_place;
   s->purged = h->purged_bytes;
   s->purges = h->purges;
+  s->pressure_purges = h->pressure_purges;
   s->pages_out = h->pages_out;
   s->pages_back = h->pages_back;
   s->pages_taken_over = atomic_load_relaxed(&h->xpages_taken_over);
@@ -88,12 +89,12 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       "\"large_live_bytes\":%lu,\"huge_allocs\":%lu,\"huge_live_bytes\":%lu,"
       "\"realloc_in_place\":%lu,\"purged_bytes\":%lu,\"purges\":%lu,"
       "\"pages_out\":%lu,\"pages_back\":%lu,\"threads_live\":%lu,\"threads_dead\":%lu,"
-      "\"pages_taken_over\":%lu,\"pages\":%lu,\"pages_lost\":%lu}",
+      "\"pages_taken_over\":%lu,\"pages\":%lu,\"pages_lost\":%lu,\"pressure_purges\":%lu}",
       s->slots, s->reserved, s->committed, s->free_bytes, s->free_extents, s->dirty_bytes,
       s->cached_bytes, s->abandoned_pages, s->large_allocs, s->large_frees, s->large_live,
       s->huge_allocs, s->huge_live, s->realloc_in_place, s->purged, s->purges, s->pages_out,
       s->pages_back, s->threads_live, s->threads_dead, s->pages_taken_over, s->pages,
-      s->pages_lost);
+      s->pages_lost, s->pressure_purges);
 }
 
 size_t stats_json(char *buf, size_t size) {
@@ -119,8 +120,16 @@ size_t stats_json(char *buf, size_t size) {
   uint32_t state;
   uint64_t purges, wakeups;
   local_heap_purger_stats(&state, &purges, &wakeups);
-  out(&o, ",\"purge_thread\":{\"state\":\"%s\",\"purges\":%lu,\"wakeups\":%lu}}",
+  out(&o, ",\"purge_thread\":{\"state\":\"%s\",\"purges\":%lu,\"wakeups\":%lu}",
       purger_state_name(state), purges, wakeups);
+  cgroup_stats_t cg;
+  cgroup_stats(&cg);
+  out(&o, ",\"cgroup\":{\"found\":%s,\"cpus\":%u,\"limit_bytes\":%lu,\"usage_bytes\":%lu,"
+      "\"near_limit\":%lu,\"memory_dir\":\"", cg.found ? "true" : "false", cg.cpus,
+      cg.limit_bytes, cg.usage_bytes, cg.near_limit);
+  for (const char *c = cg.memory_dir; *c; c++) /* a path: escape what JSON must */
+    out(&o, (*c == '"' || *c == '\\') ? "\\%c" : ((unsigned char)*c < 0x20 ? "?" : "%c"), *c);
+  out(&o, "\"}}");
   return o.len;
 }
 
@@ -162,4 +171,10 @@ void stats_print(int fd) {
   local_heap_purger_stats(&state, &purges, &wakeups);
   line(fd, "purge thread: %s, %lu heap purges in %lu wake-ups\n", purger_state_name(state),
        purges, wakeups);
+  cgroup_stats_t cg;
+  cgroup_stats(&cg);
+  if (cg.found)
+    line(fd, "cgroup: CPU quota %u (0: none), memory limit %lu KiB, usage %lu KiB at the last "
+         "look, %lu looks near the limit, %lu heap purges forced by it\n", cg.cpus,
+         cg.limit_bytes >> 10, cg.usage_bytes >> 10, cg.near_limit, total.pressure_purges);
 }

@@ -7,6 +7,7 @@
 #ifndef MM_STATS_H
 #define MM_STATS_H
 
+#include "cgroup.h"
 #include "thread_heap.h"
 
 MM_HIDDEN_BEGIN

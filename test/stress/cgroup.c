@@ -1,0 +1,303 @@
+/* cgroup.c — mmalloc in a container: the number of local heaps follows the
+ * cgroup's CPU quota, and memory goes back at once, not after the purge
+ * delay, when the cgroup's usage nears its memory limit.
+ *
+ * usage: cgroup fake        writes cgroup files into a temporary directory
+ *                           and runs the checks below in children pointed
+ *                           at it with MMALLOC_CGROUP=DIR (no root needed)
+ *        cgroup real MIB [1]  run inside a real cgroup whose memory limit
+ *                           is MIB MiB (test/stress/cgroup_real.sh makes
+ *                           one): memory freed far from the limit comes back
+ *                           at once when huge blocks bring the usage near it;
+ *                           with 1, the cgroup has a quota of one CPU and
+ *                           mmalloc must make one heap
+ *        cgroup CHILD-MODE  what `fake` runs (below)
+ *
+ * The child modes, each in a fresh process (the cgroup is read at start-up):
+ *   quota-half   cpu.max "50000 100000": one heap, cgroup.cpus 1
+ *   quota-three  cpu.max "300000 100000": min(3, CPUs) heaps
+ *   quota-none   cpu.max "max 100000": as many heaps as CPUs
+ *   garbage      every file holds garbage: no quota, no limit, no crash
+ *   off          MMALLOC_CGROUP=0 beside a directory with a quota: ignored
+ *   calls        purge delay 60 s, no purge thread; a 256 MiB burst is freed
+ *                while memory.current says the cgroup is far from its 1 GiB
+ *                limit: it stays resident through 300 ms of allocator calls;
+ *                then memory.current says 95% of the limit: RSS falls below
+ *                64 MiB within 2 s of calls, and the statistics say why
+ *   idle         the same, but with the purge thread and no allocator call
+ *                at all after the free
+ * Not a benchmark. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "mmalloc.h"
+
+static char stats[1 << 16];
+static const char *dir;
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* open/read only: the idle mode must make no allocator call */
+static size_t rss_bytes(void) {
+  char buf[128];
+  int fd = open("/proc/self/statm", O_RDONLY);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  char *p = strchr(buf, ' ');
+  return p ? strtoul(p + 1, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+/* A number after "key": in the statistics JSON (the first one). */
+static long long stat_num(const char *key) {
+  mm_stats_json(stats, sizeof(stats));
+  char pat[64];
+  snprintf(pat, sizeof(pat), "\"%s\":", key);
+  const char *p = strstr(stats, pat);
+  return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* The same inside the "cgroup" object. */
+static long long cgroup_num(const char *key) {
+  mm_stats_json(stats, sizeof(stats));
+  const char *cg = strstr(stats, "\"cgroup\":{");
+  char pat[64];
+  snprintf(pat, sizeof(pat), "\"%s\":", key);
+  const char *p = cg ? strstr(cg, pat) : NULL;
+  return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+static long long total_num(const char *key) {
+  mm_stats_json(stats, sizeof(stats));
+  const char *t = strstr(stats, "\"total\":{");
+  char pat[64];
+  snprintf(pat, sizeof(pat), "\"%s\":", key);
+  const char *p = t ? strstr(t, pat) : NULL;
+  return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+static bool cgroup_found(void) {
+  mm_stats_json(stats, sizeof(stats));
+  return strstr(stats, "\"cgroup\":{\"found\":true") != NULL;
+}
+
+static void write_file(const char *name, const char *text) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+    perror(path);
+    exit(2);
+  }
+  close(fd);
+}
+
+static long cpus(void) { return sysconf(_SC_NPROCESSORS_ONLN); }
+
+/* ---- the burst ------------------------------------------------------------------ */
+
+static void **objs;
+static size_t nobjs;
+
+/* Half in small objects, half in 1 MiB blocks; every byte written. */
+static void burst(size_t bytes) {
+  objs = mm_malloc((bytes / 64 + 1024) * sizeof(void *));
+  nobjs = 0;
+  size_t used = 0;
+  uint64_t s = 99;
+  while (used < bytes) {
+    s = s * 6364136223846793005ull + 1;
+    size_t size = used < bytes / 2 ? 64 + (s >> 33) % 961 : (size_t)1 << 20;
+    char *p = mm_malloc(size);
+    if (!p) break;
+    memset(p, 1, size);
+    objs[nobjs++] = p;
+    used += size;
+  }
+  for (size_t i = 0; i < nobjs; i++) mm_free(objs[i]);
+  mm_free(objs);
+}
+
+/* A few small allocator calls per millisecond until RSS < limit or the
+ * time is up; how long it took. */
+static double light_until_below(size_t limit, double seconds) {
+  double t0 = now_s();
+  void *keep[16] = {0};
+  for (unsigned k = 0; now_s() - t0 < seconds; k++) {
+    mm_free(keep[k % 16]);
+    keep[k % 16] = mm_malloc(16 + (k * 37) % 200);
+    if (k % 4 == 0) {
+      if (rss_bytes() < limit) break;
+      usleep(1000);
+    }
+  }
+  for (int i = 0; i < 16; i++) mm_free(keep[i]);
+  return now_s() - t0;
+}
+
+static double idle_until_below(size_t limit, double seconds) {
+  double t0 = now_s();
+  while (now_s() - t0 < seconds && rss_bytes() >= limit) usleep(5000);
+  return now_s() - t0;
+}
+
+/* ---- child modes (each runs with MMALLOC_CGROUP set by the parent) -------------- */
+
+static int child(const char *mode) {
+  const size_t below = (size_t)64 << 20, burst_bytes = (size_t)256 << 20;
+  if (strcmp(mode, "quota-half") == 0) {
+    CHECK("a quota of half a CPU: one heap", stat_num("heaps") == 1);
+    CHECK("the statistics report one CPU", cgroup_num("cpus") == 1 && cgroup_found());
+  } else if (strcmp(mode, "quota-three") == 0) {
+    long want = cpus() < 3 ? cpus() : 3;
+    CHECK("a quota of three CPUs: min(3, CPUs) heaps", stat_num("heaps") == want);
+    CHECK("the statistics report three CPUs", cgroup_num("cpus") == 3);
+  } else if (strcmp(mode, "quota-none") == 0) {
+    CHECK("no quota: one heap per CPU", stat_num("heaps") == cpus());
+    CHECK("no quota in the statistics", cgroup_num("cpus") == 0);
+  } else if (strcmp(mode, "garbage") == 0) {
+    CHECK("garbage files: one heap per CPU", stat_num("heaps") == cpus());
+    CHECK("garbage files: nothing found", !cgroup_found() && cgroup_num("limit_bytes") == 0);
+    burst((size_t)8 << 20);
+    CHECK("garbage files: the allocator works", light_until_below((size_t)1 << 40, 0.05) >= 0);
+  } else if (strcmp(mode, "off") == 0) {
+    CHECK("MMALLOC_CGROUP=0: nothing read", !cgroup_found() && stat_num("heaps") == cpus());
+  } else if (strcmp(mode, "calls") == 0 || strcmp(mode, "idle") == 0) {
+    bool idle = strcmp(mode, "idle") == 0;
+    CHECK("a long purge delay", mm_option_set("purge_delay_ms", 60000) == 0);
+    if (!idle) CHECK("no purge thread", mm_option_set("purge_thread_mib", 0) == 0);
+    CHECK("the limit is read at start-up", cgroup_num("limit_bytes") == 1LL << 30);
+    burst(burst_bytes);
+    light_until_below(0, 0.3); /* far from the limit: nothing may come back */
+    size_t held = rss_bytes();
+    fprintf(stderr, "cgroup %s: %zu MiB resident 0.3 s after the free, far from the limit\n",
+            mode, held >> 20);
+    CHECK("far from the limit, the freed burst waits for the delay", held >= burst_bytes / 2);
+    CHECK("far from the limit, no forced purge", total_num("pressure_purges") == 0);
+    write_file("memory.current", "1020054732\n"); /* 95% of 1 GiB */
+    double took = idle ? idle_until_below(below, 2.0) : light_until_below(below, 2.0);
+    size_t end = rss_bytes();
+    fprintf(stderr, "cgroup %s: %zu MiB resident %.3f s after the usage neared the limit\n",
+            mode, end >> 20, took);
+    CHECK("near the limit, the burst comes back at once", end < below && took < 2.0);
+    CHECK("the statistics count the looks near the limit", cgroup_num("near_limit") > 0);
+    CHECK("the statistics count the forced purges", total_num("pressure_purges") > 0);
+  } else {
+    fprintf(stderr, "cgroup: unknown mode %s\n", mode);
+    return 2;
+  }
+  return check_summary(mode);
+}
+
+/* ---- the driver ---------------------------------------------------------------------- */
+
+static int run_child(const char *self, const char *mode, const char *env_dir) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("MMALLOC_CGROUP", env_dir, 1);
+    execl("/proc/self/exe", self, mode, (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!ok) fprintf(stderr, "cgroup: child %s failed (status %d)\n", mode, status);
+  return ok;
+}
+
+static int fake(const char *self) {
+  char tmpl[] = "/tmp/mmalloc-cgroup-XXXXXX";
+  dir = mkdtemp(tmpl);
+  if (!dir) {
+    perror("mkdtemp");
+    return 2;
+  }
+  write_file("memory.max", "max\n");
+  write_file("memory.high", "1073741824\n");
+  write_file("memory.current", "1000000\n");
+  write_file("cpu.max", "50000 100000\n");
+  CHECK("quota 0.5", run_child(self, "quota-half", dir));
+  write_file("cpu.max", "300000 100000\n");
+  CHECK("quota 3", run_child(self, "quota-three", dir));
+  CHECK("MMALLOC_CGROUP=0", run_child(self, "off", "0"));
+  write_file("cpu.max", "max 100000\n");
+  CHECK("no quota", run_child(self, "quota-none", dir));
+  CHECK("pressure seen on allocator calls", run_child(self, "calls", dir));
+  write_file("memory.current", "1000000\n");
+  CHECK("pressure seen by the purge thread", run_child(self, "idle", dir));
+  write_file("cpu.max", "lots\n");
+  write_file("memory.max", "\n");
+  write_file("memory.high", "-12abc\n");
+  write_file("memory.current", "x\n");
+  CHECK("garbage", run_child(self, "garbage", dir));
+  const char *names[] = {"cpu.max", "memory.max", "memory.high", "memory.current"};
+  char path[4096];
+  for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+  return check_summary("cgroup fake");
+}
+
+/* Inside a real cgroup with a memory limit of mib MiB and, if quota, a CPU
+ * quota of one CPU (cgroup_real.sh).  A first phase allocates and frees 60%
+ * of the limit (far from it: the memory waits for the 60 s delay); a second
+ * phase allocates 40 MiB huge blocks (their own mappings: they cannot reuse
+ * the first phase's memory) up to about 93% of the limit, which must make
+ * the first phase's memory come back at once. */
+static int real(long mib, bool quota) {
+  const size_t huge = (size_t)40 << 20;
+  size_t first = (size_t)mib * 60 / 100 << 20, nhuge = ((size_t)mib * 33 / 100 << 20) / huge;
+  CHECK("the cgroup's limit is found", cgroup_num("limit_bytes") == mib << 20);
+  if (quota) CHECK("a quota of one CPU: one heap", cgroup_num("cpus") == 1 && stat_num("heaps") == 1);
+  CHECK("a long purge delay", mm_option_set("purge_delay_ms", 60000) == 0);
+  CHECK("no purge thread", mm_option_set("purge_thread_mib", 0) == 0);
+  burst(first);
+  size_t after_free = rss_bytes();
+  CHECK("far from the limit, the freed memory waits for the delay", after_free >= first / 2);
+  CHECK("far from the limit, no forced purge", total_num("pressure_purges") == 0);
+  char *blocks[16];
+  for (size_t i = 0; i < nhuge && i < 16; i++) {
+    blocks[i] = mm_malloc(huge);
+    REQUIRE("a huge block", blocks[i] != NULL);
+    memset(blocks[i], 3, huge);
+  }
+  size_t below = nhuge * huge + ((size_t)64 << 20);
+  double took = light_until_below(below, 2.0);
+  size_t end = rss_bytes();
+  fprintf(stderr, "cgroup real: %zu MiB freed under a %ld MiB limit (%zu MiB resident after the "
+          "free); %zu MiB of huge blocks then: %zu MiB resident %.3f s later (usage %lld MiB at "
+          "the last look)\n", first >> 20, mib, after_free >> 20, (nhuge * huge) >> 20,
+          end >> 20, took, cgroup_num("usage_bytes") >> 20);
+  CHECK("near the limit, the freed memory comes back at once", end < below && took < 2.0);
+  CHECK("the statistics count the forced purges", total_num("pressure_purges") > 0);
+  for (size_t i = 0; i < nhuge && i < 16; i++) mm_free(blocks[i]);
+  return check_summary("cgroup real");
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "fake";
+  if (strcmp(mode, "fake") == 0) return fake(argv[0]);
+  if (strcmp(mode, "real") == 0)
+    return real(argc > 2 ? atol(argv[2]) : 512, argc > 3 && strcmp(argv[3], "1") == 0);
+  dir = getenv("MMALLOC_CGROUP");
+  return child(mode);
+}
