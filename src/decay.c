@@ -66,6 +66,11 @@ void decay_set_dirty(local_heap_t *h, extent_t *e, size_t dirty) {
   held_changed(h);
 }
 
+void decay_gave_back(local_heap_t *h, extent_t *e) {
+  h->returned_bytes += (uint64_t)e->dirty << MM_DATABLOCK_SHIFT;
+  decay_set_dirty(h, e, 0);
+}
+
 /* ---- purging -------------------------------------------------------------------- */
 
 typedef struct purge_walk_s {
@@ -92,7 +97,7 @@ static bool purge_visit(itree_node_t *node, void *arg) {
     return true;
   }
   w->h->purged_bytes += end > e->node.start ? end - e->node.start : 0;
-  decay_set_dirty(w->h, e, 0);
+  decay_gave_back(w->h, e);
   e->flags = MM_EXTENT_ZERO;
   return true;
 }

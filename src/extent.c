@@ -101,7 +101,7 @@ extent_t *extent_insert_free(local_heap_t *h, extent_t *e) {
       if (!p || (p->flags & MM_EXTENT_UNMAPPED)) continue;
       os_release((void *)p->node.start, p->node.ndatablocks << MM_DATABLOCK_SHIFT);
       dirty -= p->dirty;
-      decay_set_dirty(h, p, 0);
+      decay_gave_back(h, p);
     }
   extent_t *keep;
   if (left) {
@@ -233,7 +233,7 @@ static bool unmap_visit(itree_node_t *node, void *arg) {
   extent_t *e = extent_of_node(node);
   if ((e->flags & MM_EXTENT_UNMAPPED) || e->node.ndatablocks < 16) return true;
   os_release((void *)e->node.start, e->node.ndatablocks << MM_DATABLOCK_SHIFT);
-  decay_set_dirty(w->h, e, 0);
+  decay_gave_back(w->h, e);
   e->flags = MM_EXTENT_ZERO | MM_EXTENT_UNMAPPED;
   slot_of_extent(e)->holes = 1;
   w->bytes += e->node.ndatablocks << MM_DATABLOCK_SHIFT;

@@ -173,6 +173,7 @@ void huge_cache_drop(local_heap_t *h, extent_t *c) {
   mm_assert_internal(local_heap_locked(h) && c->kind == MM_EXTENT_CACHED);
   extent_list_remove(&h->huge_cache, c);
   h->huge_cached_datablocks -= c->node.ndatablocks;
+  h->returned_bytes += c->node.ndatablocks << MM_DATABLOCK_SHIFT;
   held_changed(h);
   h->huge_cache_count--;
   atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);

@@ -75,6 +75,10 @@ void thread_heap_process_init(void) {
      * through the checked slow paths (see page.c). */
 #if MM_VALGRIND
     mm_vg_rz = RUNNING_ON_VALGRIND ? VG_RZ : 0;
+    /* and no purge thread: memcheck would report the thread-local storage
+     * glibc allocates for it (through us) as possibly lost, since it never
+     * exits; memory still goes back on allocator calls */
+    if (mm_vg_rz) options.purge_thread_mib = 0;
 #endif
     mm_slow_only = options.secure || options.zero_on_free || mm_vg_rz;
     if (options.secure) mm_list_key = (uintptr_t)os_random() | 1;

@@ -49,6 +49,7 @@ void *local_heap_meta_alloc(local_heap_t *h, size_t size) {
     }
     h->meta_next = m;
     h->meta_left = chunk;
+    h->meta_bytes += chunk;
   }
   void *p = h->meta_next;
   h->meta_next += size;

@@ -81,10 +81,12 @@ typedef struct local_heap_s {
   _Atomic(uint64_t) xpurge_at; /* 0, or (1 << 32) | deadline in ms */
   char *meta_next;             /* metadata memory: a bump allocator */
   size_t meta_left;
+  size_t meta_bytes;           /* stats: its chunks, all committed */
   /* statistics (under lock) */
   uint64_t large_allocs, large_frees, large_live_bytes;
   uint64_t realloc_in_place, realloc_moved;
   uint64_t purged_bytes, purges;
+  uint64_t returned_bytes;  /* dirty bytes given back to the OS (purged or unmapped) */
   uint64_t pressure_purges; /* purges forced by the cgroup's memory limit */
   uint64_t pages_out, pages_back;
   uint64_t huge_allocs, huge_live_bytes;

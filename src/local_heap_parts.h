@@ -47,6 +47,9 @@ size_t pressure_relieve(local_heap_t *self);
 void decay_dirty_add(local_heap_t *h, extent_t *e, uint32_t now);
 /* Set a free extent's dirty count, keeping the heap's sum. */
 void decay_set_dirty(local_heap_t *h, extent_t *e, size_t dirty);
+/* e's datablocks went back to the OS (purged or unmapped): its dirty count
+ * is added to returned_bytes, and is zero from now. */
+void decay_gave_back(local_heap_t *h, extent_t *e);
 /* Something was freed at freed_at: make sure a purge is scheduled. */
 void decay_schedule(local_heap_t *h, uint32_t freed_at);
 

@@ -20,7 +20,37 @@ typedef struct heap_stats_s {
   uint64_t huge_allocs, huge_live, realloc_in_place, purged, purges;
   uint64_t pages_out, pages_back, threads_live, threads_dead, pages_taken_over;
   uint64_t pages, pages_lost, pressure_purges;
+  /* the memory picture (README, "Statistics"): live, resident, returned */
+  uint64_t live, small_live, resident, free_resident, page_slack, metadata, returned;
+  uint64_t huge_cached;
 } heap_stats_t;
+
+typedef struct page_walk_s {
+  uint64_t live, touched;
+} page_walk_t;
+
+/* A page of small objects: its live bytes (used is its owner's, read as it
+ * is: exact when the owner is quiet, a few blocks off while it runs) and
+ * the bytes its blocks were carved into, which are resident. */
+static void page_visit(extent_t *page, void *arg) {
+  page_walk_t *w = arg;
+  uint32_t used = __atomic_load_n(&page->used, __ATOMIC_RELAXED);
+  uint64_t bytes = page->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  uint64_t carved = atomic_load_relaxed(&page->xlimit);
+  carved = (carved + MM_DATABLOCK_SIZE - 1) & ~(uint64_t)(MM_DATABLOCK_SIZE - 1);
+  w->live += (uint64_t)used * page->block_size;
+  w->touched += carved < bytes ? carved : bytes;
+}
+
+/* A slot's management area that can be resident: its header datablock, the
+ * extent map (written where extents begin and end: counted whole) and the
+ * descriptors ever handed out. */
+static uint64_t slot_metadata(const slot_t *slot) {
+  if (slot->huge) return MM_DATABLOCK_SIZE;
+  uint64_t desc = (uint64_t)slot->desc_top * sizeof(extent_t);
+  uint64_t end = MM_SLOT_EXTENTS_OFFSET + desc;
+  return (end + MM_DATABLOCK_SIZE - 1) & ~(uint64_t)(MM_DATABLOCK_SIZE - 1);
+}
 
 static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   memset(s, 0, sizeof(*s));
@@ -29,7 +59,14 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
     s->slots++;
     s->reserved += slot->size;
     s->committed += slot->committed;
+    s->metadata += slot_metadata(slot);
   }
+  s->metadata += h->meta_bytes;
+  page_walk_t pw = {0, 0};
+  local_heap_foreach_page_locked(h, page_visit, &pw);
+  s->small_live = pw.live;
+  s->huge_cached = (uint64_t)h->huge_cached_datablocks << MM_DATABLOCK_SHIFT;
+  s->returned = h->returned_bytes;
   s->free_bytes = (uint64_t)h->tree.total_datablocks << MM_DATABLOCK_SHIFT;
   s->free_extents = h->tree.count;
   /* dirty_datablocks is an upper bound (see local_heap_t); nothing can be
@@ -58,6 +95,12 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   thread_heap_census(h->index, &c);
   s->pages = c.pages;
   s->pages_lost = c.lost;
+  /* resident: what may be resident of the heap's memory (an upper bound
+   * but for blocks whose owners never touched them); the rest is live */
+  s->live = s->small_live + s->large_live + s->huge_live;
+  s->free_resident = s->dirty_bytes + s->huge_cached;
+  s->page_slack = pw.touched > pw.live ? pw.touched - pw.live : 0;
+  s->resident = pw.touched + s->large_live + s->huge_live + s->free_resident + s->metadata;
 }
 
 static void heap_stats_add(heap_stats_t *t, const heap_stats_t *s) {
@@ -89,12 +132,17 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       "\"large_live_bytes\":%lu,\"huge_allocs\":%lu,\"huge_live_bytes\":%lu,"
       "\"realloc_in_place\":%lu,\"purged_bytes\":%lu,\"purges\":%lu,"
       "\"pages_out\":%lu,\"pages_back\":%lu,\"threads_live\":%lu,\"threads_dead\":%lu,"
-      "\"pages_taken_over\":%lu,\"pages\":%lu,\"pages_lost\":%lu,\"pressure_purges\":%lu}",
+      "\"pages_taken_over\":%lu,\"pages\":%lu,\"pages_lost\":%lu,\"pressure_purges\":%lu,"
+      "\"live_bytes\":%lu,\"small_live_bytes\":%lu,\"resident_bytes\":%lu,"
+      "\"overhead_bytes\":%lu,\"free_resident_bytes\":%lu,\"page_slack_bytes\":%lu,"
+      "\"metadata_bytes\":%lu,\"huge_cached_bytes\":%lu,\"returned_bytes\":%lu}",
       s->slots, s->reserved, s->committed, s->free_bytes, s->free_extents, s->dirty_bytes,
       s->cached_bytes, s->abandoned_pages, s->large_allocs, s->large_frees, s->large_live,
       s->huge_allocs, s->huge_live, s->realloc_in_place, s->purged, s->purges, s->pages_out,
       s->pages_back, s->threads_live, s->threads_dead, s->pages_taken_over, s->pages,
-      s->pages_lost, s->pressure_purges);
+      s->pages_lost, s->pressure_purges, s->live, s->small_live, s->resident,
+      s->resident - s->live, s->free_resident, s->page_slack, s->metadata, s->huge_cached,
+      s->returned);
 }
 
 size_t stats_json(char *buf, size_t size) {
@@ -143,10 +191,11 @@ static void line(int fd, const char *fmt, ...) {
 }
 
 void stats_print(int fd) {
-  line(fd, "mmalloc statistics (%u local heaps, purge delay %ld ms)\n", mm_nheaps,
+  line(fd, "mmalloc statistics (%u local heaps, purge delay %ld ms; KiB; README.md, "
+       "\"Statistics\", explains every column)\n", mm_nheaps,
        option_live(&options.purge_delay_ms));
-  line(fd, "%5s %5s %10s %10s %10s %10s %10s %8s %8s %6s\n", "heap", "slots", "committed",
-       "free", "dirty", "large", "huge", "pg-out", "pg-back", "thr");
+  line(fd, "%5s %10s %10s %10s %10s %10s %9s %11s %10s %4s\n", "heap", "live", "resident",
+       "overhead", "free-res", "slack", "meta", "returned", "committed", "thr");
   heap_stats_t total;
   memset(&total, 0, sizeof(total));
   for (uint32_t i = 0; i <= mm_nheaps; i++) {
@@ -159,9 +208,10 @@ void stats_print(int fd) {
     }
     char name[16];
     os_format(name, sizeof(name), i < mm_nheaps ? "%u" : "total", i);
-    line(fd, "%5s %5lu %9luK %9luK %9luK %9luK %9luK %8lu %8lu %6lu\n", name, s.slots,
-         s.committed >> 10, s.free_bytes >> 10, s.dirty_bytes >> 10, s.large_live >> 10,
-         s.huge_live >> 10, s.pages_out, s.pages_back, s.threads_live);
+    line(fd, "%5s %10lu %10lu %10lu %10lu %10lu %9lu %11lu %10lu %4lu\n", name, s.live >> 10,
+         s.resident >> 10, (s.resident - s.live) >> 10, s.free_resident >> 10,
+         s.page_slack >> 10, s.metadata >> 10, s.returned >> 10, s.committed >> 10,
+         s.threads_live);
   }
   line(fd, "purged %lu KiB in %lu purges; %lu large blocks grown in place; "
        "%lu full pages taken over from idle threads\n",

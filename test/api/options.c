@@ -25,9 +25,16 @@ static int child_main(void) {
   void *a = malloc(100), *b = malloc(100 << 10), *c = malloc(40 << 20);
   memset(a, 1, 100);
   memset(b, 1, 100 << 10);
-  size_t n = mm_stats_json(NULL, 0);
-  char *json = malloc(n + 1);
-  mm_stats_json(json, n + 1);
+  /* as a user should: the figures (live bytes) may change between calls,
+   * so the length needed is asked again until the buffer holds it all */
+  size_t n = mm_stats_json(NULL, 0), cap = 0;
+  char *json = NULL;
+  while (n >= cap) {
+    free(json);
+    cap = n + 256;
+    json = malloc(cap);
+    n = mm_stats_json(json, cap);
+  }
   double v;
   printf("verbose=%ld stats=%ld heaps=%ld hugepages=%ld purge_delay_ms=%ld\n",
          mm_option_get("verbose"), mm_option_get("stats"), mm_option_get("heaps"),
