@@ -154,15 +154,21 @@ bool os_purge(void *p, size_t size) {
 }
 
 /* Ask for (or against) transparent huge pages on a committed range.
- * Advice only: failure (an old kernel, THP off) changes nothing. */
-void os_hugepages(void *p, size_t size, bool on) {
+ * Advice only: failure (an old kernel, THP off) changes nothing.  whole:
+ * the range is a mapping's data of its own (a huge block), advised as it
+ * is, so that it stays one kernel mapping (mremap moves one mapping at a
+ * time); otherwise only the whole 2 MiB pages inside it, leaving the
+ * neighbours in a shared slot alone. */
+void os_hugepages(void *p, size_t size, bool on, bool whole) {
 #ifdef MADV_HUGEPAGE
-  /* Only whole 2 MiB pages can be huge: round inwards. */
-  uintptr_t lo = ((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
-  uintptr_t hi = ((uintptr_t)p + size) & ~(uintptr_t)((2u << 20) - 1);
+  uintptr_t lo = (uintptr_t)p, hi = (uintptr_t)p + size;
+  if (!whole) {
+    lo = (lo + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
+    hi &= ~(uintptr_t)((2u << 20) - 1);
+  }
   if (hi > lo) madvise((void *)lo, hi - lo, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 #else
-  (void)p; (void)size; (void)on;
+  (void)p; (void)size; (void)on; (void)whole;
 #endif
 }
 
@@ -185,6 +191,10 @@ bool os_guard(void *p, size_t size, bool on) {
  * least size bytes), without copying.  False on failure (nothing moved). */
 bool os_remap_to(void *old, size_t old_size, void *to, size_t new_size) {
   if (os_fault(MM_FAULT_RESERVE)) return false;
+  return os_remap_back(old, old_size, to, new_size);
+}
+
+bool os_remap_back(void *old, size_t old_size, void *to, size_t new_size) {
   void *q = mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, to);
   return q == to;
 }

@@ -32,9 +32,11 @@ bool os_reserve_at(void *p, size_t size);
 void os_release(void *p, size_t size);
 bool os_commit(void *p, size_t size);
 bool os_purge(void *p, size_t size);
-void os_hugepages(void *p, size_t size, bool on);
+void os_hugepages(void *p, size_t size, bool on, bool whole);
 bool os_guard(void *p, size_t size, bool on);
 bool os_remap_to(void *old, size_t old_size, void *to, size_t new_size);
+/* The same without fault injection: undoing a move that went half way. */
+bool os_remap_back(void *old, size_t old_size, void *to, size_t new_size);
 uint32_t os_now_ms(void);
 int os_current_cpu(void);
 int os_cpu_count(void);

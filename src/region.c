@@ -226,7 +226,7 @@ bool region_commit_to(slot_t *slot, uintptr_t end) {
       return false;
   }
   if (option_live(&options.hugepages) == 1)
-    os_hugepages((void *)(base + slot->committed), to - slot->committed, true);
+    os_hugepages((void *)(base + slot->committed), to - slot->committed, true, false);
   slot->committed = to;
   return true;
 }
@@ -294,7 +294,7 @@ extent_t *region_huge_new(uint32_t heap, size_t size, size_t align) {
    * the slot's first descriptor). */
   if (off < MM_SLOT_SIZE)
     slot_extent_map(slot)[off >> MM_DATABLOCK_SHIFT] = (uint32_t)((uintptr_t)e - (uintptr_t)slot);
-  if (option_live(&options.hugepages) != 0) os_hugepages((char *)base + off, size, true);
+  if (option_live(&options.hugepages) != 0) os_hugepages((char *)base + off, size, true, true);
   huge_table_set((uintptr_t)base, msize, off);
   return e;
 }
@@ -360,14 +360,15 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
     slot->size = new_msize;
     slot->committed = off + size;
     if (option_live(&options.hugepages) != 0)
-      os_hugepages((void *)(e->node.start + old_size), size - old_size, true);
+      os_hugepages((void *)(e->node.start + old_size), size - old_size, true, true);
     e->node.ndatablocks = size >> MM_DATABLOCK_SHIFT;
     return e;
   }
-  /* Move: a new reservation, then mremap the used part of the old mapping
-   * (header included) onto it, grown to the new size; the rest of the old
-   * mapping is unmapped.  (The block keeps only the slot alignment: realloc
-   * promises no more.) */
+  /* Move: a new reservation, then mremap the data onto it, grown to the new
+   * size, and the header; the rest of the old mapping is unmapped.  Data and
+   * header move apart: one mremap must stay within one kernel mapping, and
+   * the huge-page advice on the data (or an alignment gap) makes them two.
+   * (The block keeps only the slot alignment: realloc promises no more.) */
   uintptr_t noff = off >= MM_SLOT_SIZE ? MM_SLOT_META_SIZE : off;
   if (noff != off) { /* a HUGE_AT block: its data cannot move with the header */
     errno = ENOMEM;
@@ -378,15 +379,23 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
     errno = ENOMEM;
     return NULL;
   }
-  uintptr_t old_used = slot->committed > old_msize ? old_msize : slot->committed;
-  if (!os_remap_to(slot, old_used, to, off + size)) {
+  if (!os_remap_to((void *)e->node.start, old_size, (char *)to + off, size)) {
     os_release(to, new_msize);
     errno = ENOMEM;
     return NULL;
   }
-  /* The old range [base, base + old_used) is unmapped now; its tail too. */
+  if (!os_remap_to(slot, MM_SLOT_META_SIZE, to, MM_SLOT_META_SIZE)) {
+    /* put the data back where it was (the range is free: it just left) */
+    if (!os_remap_back((char *)to + off, size, (void *)e->node.start, old_size))
+      os_fatal("mmalloc: realloc(): could not move a huge block back (errno %d)\n", errno);
+    os_release(to, new_msize);
+    errno = ENOMEM;
+    return NULL;
+  }
+  /* Header and data left the old range; what is left of it (an alignment
+   * gap, a tail kept by a shrink, the reserved rest) goes now. */
   slot_table_set(base, old_msize, 0, 0);
-  if (old_msize > old_used) os_release((void *)(base + old_used), old_msize - old_used);
+  os_release((void *)base, old_msize);
   slot_t *ns = to;
   slot_hide_from_valgrind(ns);
   ns->size = new_msize;
@@ -394,7 +403,7 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
   extent_t *ne = slot_extents(ns) + (e - slot_extents(slot));
   ne->node.start = (uintptr_t)to + off;
   ne->node.ndatablocks = size >> MM_DATABLOCK_SHIFT;
-  if (option_live(&options.hugepages) != 0) os_hugepages((void *)ne->node.start, size, true);
+  if (option_live(&options.hugepages) != 0) os_hugepages((void *)ne->node.start, size, true, true);
   huge_table_set((uintptr_t)to, new_msize, off);
   return ne;
 }

@@ -754,21 +754,17 @@ static void test_huge(uint32_t heap) {
 /* The forced move in the process's default configuration: transparent huge
  * pages asked for on the block (options.hugepages 2), and a block with a
  * gap between its header and its data (alignment in (2 MiB, MM_SLOT_SIZE)).
- * Today the kernel refuses these moves: region_huge_resize moves header and
- * data with one mremap, which must not span two mappings, and the huge-page
- * advice (or the gap) splits them.  realloc then copies instead (correct,
- * slower).  Until the move is done piecewise, the test holds
- * region_huge_resize to its contract (moved with everything intact, or
- * NULL with nothing changed) and prints which it did.  A separate ctest
- * (unit_region_huge_move): see the CMakeLists. */
+ * Header and data are then two kernel mappings, which one mremap cannot
+ * span: region_huge_resize moves them apart, and the move must succeed.  A
+ * separate ctest (unit_region_huge_move): see the CMakeLists. */
 static void test_huge_move_default(uint32_t heap) {
   CHECK("default hugepages option", options.hugepages == 2);
   extent_t *e = huge_new_checked("huge, default alignment, THP", heap, 60 * MIB, 0);
-  huge_forced_move("huge, default alignment, THP", e, 90 * MIB, 60 * MIB, 0, false);
+  huge_forced_move("huge, default alignment, THP", e, 90 * MIB, 60 * MIB, 0, true);
   e = huge_new_checked("huge, 4 MiB aligned", heap, 33 * MIB, 4 * MIB);
-  huge_forced_move("huge, 4 MiB aligned", e, 60 * MIB, 33 * MIB, 0, false);
+  huge_forced_move("huge, 4 MiB aligned", e, 60 * MIB, 33 * MIB, 0, true);
   e = huge_new_checked("huge, 64 MiB aligned", heap, 20 * MIB, 64 * MIB);
-  huge_forced_move("huge, 64 MiB aligned", e, 50 * MIB, 20 * MIB, 0, false);
+  huge_forced_move("huge, 64 MiB aligned", e, 50 * MIB, 20 * MIB, 0, true);
 }
 
 int main(int argc, char **argv) {
