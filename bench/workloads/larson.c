@@ -53,8 +53,9 @@ typedef struct {
     uint64_t ops_per_round;
     uint64_t next_id;       /* ids: (index << 40) | counter */
     uint64_t sum;
-    pthread_t thread;       /* written by the predecessor before it exits */
-    bool done;              /* last generation finished */
+    pthread_t *threads;     /* one per generation: [r + 1] is written by
+                               generation r alone (its pthread_create),
+                               and read by main after joining r */
 } lineage_t;
 
 static uint64_t g_seed, g_min, g_max;
@@ -84,9 +85,7 @@ static void *worker(void *arg)
     if (l->round + 1 < g_rounds) {
         /* hand the slots to a new thread, as the original's exiting workers do */
         l->round++;
-        bench_start(&l->thread, worker, l);
-    } else {
-        l->done = true;
+        bench_start(&l->threads[l->round], worker, l);
     }
     return NULL;
 }
@@ -115,6 +114,7 @@ int main(int argc, char **argv)
         ops_done += l->ops_per_round * (uint64_t)g_rounds;
         l->next_id = (uint64_t)t << 40;
         l->slots = xmalloc(l->nslots * sizeof(slot_t));
+        l->threads = xcalloc((size_t)g_rounds, sizeof(pthread_t));
         for (size_t i = 0; i < l->nslots; i++) {
             uint64_t id = l->next_id++;
             size_t n = object_size(id);
@@ -125,16 +125,14 @@ int main(int argc, char **argv)
     }
     double t0 = now_seconds();
     for (long long t = 0; t < threads; t++)
-        bench_start(&ls[t].thread, worker, &ls[t]);
-    /* join each lineage generation by generation: a generation writes its
-     * successor's handle before it exits, so join() makes it visible */
-    for (long long t = 0; t < threads; t++) {
-        for (;;) {
-            bench_join(ls[t].thread);
-            if (ls[t].done)
-                break;
-        }
-    }
+        bench_start(&ls[t].threads[0], worker, &ls[t]);
+    /* join each lineage generation by generation: generation r writes
+     * generation r + 1's handle (a slot of its own: a fast successor may
+     * already be creating the next one) before it exits, so joining r
+     * makes it visible */
+    for (long long t = 0; t < threads; t++)
+        for (int r = 0; r < g_rounds; r++)
+            bench_join(ls[t].threads[r]);
     double secs = now_seconds() - t0;
     uint64_t sum = 0;
     for (long long t = 0; t < threads; t++) {
@@ -145,6 +143,7 @@ int main(int argc, char **argv)
             free(l->slots[i].p);
         }
         free(l->slots);
+        free(l->threads);
         sum += l->sum;
     }
     free(ls);
