@@ -28,10 +28,23 @@
 #define PATH_MAX_CG 512
 #define NO_LIMIT ((uint64_t)1 << 60)
 
+/* Where the memory limit is looked for: the limit is found at the first
+ * look (xmem: UNKNOWN -> LOOKING -> FOUND or NONE, by one thread), not at
+ * start-up, which a program that never makes a slow-path call (or never
+ * runs 10 ms) would pay for nothing.  The paths are written before xmem
+ * says FOUND (release) and never after. */
+enum { MEM_UNKNOWN = 0, MEM_LOOKING = 1, MEM_FOUND = 2, MEM_NONE = 3 };
+
 static struct {
-  bool found;
   uint32_t cpus;
-  /* the files the limit and usage are read from; "" when absent */
+  /* where to look for the memory limit, and the top of each walk up:
+   * MMALLOC_CGROUP's directory, or (look_mounts) the process's cgroups,
+   * found at the first look */
+  bool look_mounts;
+  char look_dir[2][PATH_MAX_CG];
+  size_t look_top[2];
+  _Atomic(uint32_t) xmem;
+  /* the first look: the files the limit and usage are read from */
   char limit_path[2][PATH_MAX_CG];
   char usage_path[PATH_MAX_CG];
   char memory_dir[PATH_MAX_CG];
@@ -204,6 +217,18 @@ static void find_dirs(const mounts_t *m, char *v2, char *mem, char *cpu) {
   close(l.fd);
 }
 
+static mounts_t mounts; /* cgroup_init or memory_discover: never both at once */
+
+/* The process's v2 cgroup directory, and its v1 memory and cpu ones, each
+ * with the length of its mount point (the top of a walk up); "" if none. */
+static void find_cgroup_dirs(char dir[3][PATH_MAX_CG], size_t top[3]) {
+  find_mounts(&mounts);
+  find_dirs(&mounts, dir[0], dir[1], dir[2]);
+  top[0] = strlen(mounts.v2);
+  top[1] = strlen(mounts.mem);
+  top[2] = strlen(mounts.cpu);
+}
+
 /* Cut the last component of dir; false once it is at or above top. */
 static bool parent(char *dir, size_t top) {
   char *slash = strrchr(dir, '/');
@@ -220,10 +245,11 @@ static uint32_t quota_cpus(uint64_t quota, uint64_t period) {
   return n ? (uint32_t)(n > 0xffff ? 0xffff : n) : 1;
 }
 
-/* The CPU quota of dir alone: v2's cpu.max, else v1's cfs files. */
-static uint32_t dir_cpus(const char *dir) {
+/* The CPU quota of dir alone: v2's cpu.max, v1's cfs files (v: 2, 1, or
+ * 0 for either, v2 first). */
+static uint32_t dir_cpus(const char *dir, int v) {
   char path[PATH_MAX_CG], buf[64];
-  if (join(path, dir, "cpu.max") && read_small(path, buf, sizeof(buf))) {
+  if (v != 1 && join(path, dir, "cpu.max") && read_small(path, buf, sizeof(buf))) {
     if (strncmp(buf, "max", 3) == 0) return 0;
     char *end;
     unsigned long long quota = strtoull(buf, &end, 10);
@@ -231,20 +257,60 @@ static uint32_t dir_cpus(const char *dir) {
     return quota_cpus(quota, period);
   }
   uint64_t period;
-  if (join(path, dir, "cpu.cfs_quota_us") && read_small(path, buf, sizeof(buf)) &&
+  if (v != 2 && join(path, dir, "cpu.cfs_quota_us") && read_small(path, buf, sizeof(buf)) &&
       buf[0] != '-' && join(path, dir, "cpu.cfs_period_us") && read_bytes(path, &period))
     return quota_cpus(strtoull(buf, NULL, 10), period);
   return 0;
 }
 
 /* The lowest quota of dir and its ancestors down to the mount (top). */
-static uint32_t lowest_cpus(char *dir, size_t top) {
+static uint32_t lowest_cpus(char *dir, size_t top, int v) {
   uint32_t best = 0;
   do {
-    uint32_t n = dir_cpus(dir);
+    uint32_t n = dir_cpus(dir, v);
     if (n && (!best || n < best)) best = n;
   } while (parent(dir, top));
   return best;
+}
+
+/* The CPU quota where cgroups are usually mounted (/sys/fs/cgroup for v2,
+ * /sys/fs/cgroup/unified beside v1, /sys/fs/cgroup/CONTROLLERS for v1),
+ * tried before /proc/self/mountinfo, which costs the kernel a line per
+ * mount (30 us of every process's start here).  False when no CPU file is
+ * where it would be: then the mounts decide. */
+static bool usual_cpus(uint32_t *cpus) {
+  lines_t l = {open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC), 0, 0, {0}};
+  if (l.fd < 0) return false;
+  char v2[PATH_MAX_CG] = "", v1[PATH_MAX_CG] = "", dir[PATH_MAX_CG], file[PATH_MAX_CG];
+  size_t v1_top = 0;
+  char *line;
+  while ((line = next_line(&l)) != NULL) {
+    char *c1 = strchr(line, ':');
+    char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2) continue;
+    *c2 = 0;
+    const char *controllers = c1 + 1, *path = strcmp(c2 + 1, "/") == 0 ? "" : c2 + 1;
+    if (!controllers[0]) {
+      os_format(v2, sizeof(v2), "%s", path);
+    } else if (has_word(controllers, "cpu")) {
+      v1_top = os_format(v1, sizeof(v1), "/sys/fs/cgroup/%s", controllers);
+      if (v1_top >= sizeof(v1) || os_format(v1 + v1_top, sizeof(v1) - v1_top, "%s", path) >=
+                                      sizeof(v1) - v1_top)
+        v1[0] = 0; /* too long for the usual place: the mounts decide */
+    }
+  }
+  close(l.fd);
+  static const char *const v2_mounts[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+  for (int i = 0; i < 2; i++) {
+    if (os_format(dir, sizeof(dir), "%s%s", v2_mounts[i], v2) >= sizeof(dir) ||
+        !join(file, dir, "cpu.max") || !exists(file))
+      continue;
+    *cpus = lowest_cpus(dir, strlen(v2_mounts[i]), 2);
+    return true;
+  }
+  if (!v1[0] || !join(file, v1, "cpu.cfs_quota_us") || !exists(file)) return false;
+  *cpus = lowest_cpus(v1, v1_top, 1);
+  return true;
 }
 
 /* ---- memory limit ----------------------------------------------------------- */
@@ -256,7 +322,6 @@ static void consider_memory_dir(const char *dir, uint64_t *best) {
   uint64_t lowest = NO_LIMIT, v;
   bool v2 = false;
   for (int i = 0; i < 2; i++) {
-    path[i][0] = 0;
     if (join(path[i], dir, v2_limits[i]) && read_bytes(path[i], &v)) {
       v2 = true;
       if (v < lowest) lowest = v;
@@ -278,63 +343,76 @@ static void consider_memory_dir(const char *dir, uint64_t *best) {
   os_format(cg.memory_dir, sizeof(cg.memory_dir), "%s", dir);
 }
 
-static void lowest_memory(char *dir, size_t top, uint64_t *best) {
-  do consider_memory_dir(dir, best);
-  while (parent(dir, top));
+/* The first look for the memory limit: the lowest of the directories
+ * noted at start-up and their ancestors.  One thread, once. */
+static void memory_discover(void) {
+  uint32_t unknown = MEM_UNKNOWN;
+  if (!atomic_cas_strong_acq_rel(&cg.xmem, &unknown, MEM_LOOKING)) return;
+  int saved = errno;
+  if (cg.look_mounts) { /* v2 first, then v1's memory hierarchy */
+    char dir[3][PATH_MAX_CG] = {"", "", ""};
+    size_t top[3];
+    find_cgroup_dirs(dir, top);
+    for (int i = 0; i < 2; i++) {
+      memcpy(cg.look_dir[i], dir[i], PATH_MAX_CG);
+      cg.look_top[i] = top[i];
+    }
+  }
+  uint64_t limit = NO_LIMIT;
+  for (int i = 0; i < 2 && limit >= NO_LIMIT; i++) {
+    char *dir = cg.look_dir[i]; /* walked up in place: it is not needed again */
+    if (!dir[0]) continue;
+    do consider_memory_dir(dir, &limit);
+    while (parent(dir, cg.look_top[i]));
+  }
+  atomic_store_relaxed(&cg.xlimit, limit < NO_LIMIT ? limit : 0);
+  atomic_store_release(&cg.xmem, limit < NO_LIMIT ? MEM_FOUND : MEM_NONE);
+  errno = saved;
 }
+
+static bool memory_found(void) { return atomic_load_acquire(&cg.xmem) == MEM_FOUND; }
 
 /* ---- the interface -------------------------------------------------------------- */
 
 void cgroup_init(void) {
   int saved = errno;
   const char *env = getenv("MMALLOC_CGROUP");
-  uint64_t limit = NO_LIMIT;
   if (env && (strcmp(env, "0") == 0 || strcasecmp(env, "off") == 0)) {
-    errno = saved;
-    return;
-  }
-  if (env && env[0]) {
-    char dir[PATH_MAX_CG];
-    if (os_format(dir, sizeof(dir), "%s", env) < sizeof(dir)) {
-      cg.cpus = dir_cpus(dir);
-      consider_memory_dir(dir, &limit);
+    atomic_store_relaxed(&cg.xmem, MEM_NONE);
+  } else if (env && env[0]) {
+    /* one directory, either version's names, no walk up */
+    if (os_format(cg.look_dir[0], PATH_MAX_CG, "%s", env) < PATH_MAX_CG) {
+      cg.cpus = dir_cpus(cg.look_dir[0], 0);
+      cg.look_top[0] = strlen(cg.look_dir[0]);
+    } else {
+      cg.look_dir[0][0] = 0;
     }
   } else {
-    static mounts_t m; /* start-up only, one thread: too big for the stack */
-    char v2[PATH_MAX_CG] = "", mem[PATH_MAX_CG] = "", cpu[PATH_MAX_CG] = "";
-    find_mounts(&m);
-    find_dirs(&m, v2, mem, cpu);
-    char dir[PATH_MAX_CG];
-    if (v2[0]) {
-      memcpy(dir, v2, sizeof(dir));
-      cg.cpus = lowest_cpus(dir, strlen(m.v2));
-      memcpy(dir, v2, sizeof(dir));
-      lowest_memory(dir, strlen(m.v2), &limit);
-    }
-    if (!cg.cpus && cpu[0]) {
-      memcpy(dir, cpu, sizeof(dir));
-      cg.cpus = lowest_cpus(dir, strlen(m.cpu));
-    }
-    if (limit >= NO_LIMIT && mem[0]) {
-      memcpy(dir, mem, sizeof(dir));
-      lowest_memory(dir, strlen(m.mem), &limit);
+    cg.look_mounts = true; /* the memory limit: at the first look */
+    if (!usual_cpus(&cg.cpus)) {
+      char dir[3][PATH_MAX_CG] = {"", "", ""};
+      size_t top[3];
+      find_cgroup_dirs(dir, top);
+      if (dir[0][0]) cg.cpus = lowest_cpus(dir[0], top[0], 2);
+      if (!cg.cpus && dir[2][0]) cg.cpus = lowest_cpus(dir[2], top[2], 1);
     }
   }
-  if (limit < NO_LIMIT) atomic_store_relaxed(&cg.xlimit, limit);
-  cg.found = cg.cpus || limit < NO_LIMIT;
   errno = saved;
 }
 
 uint32_t cgroup_cpu_limit(void) { return cg.cpus; }
 
-bool cgroup_has_memory_limit(void) { return cg.usage_path[0] != 0; }
+bool cgroup_has_memory_limit(void) { return memory_found(); }
 
 bool cgroup_memory_near_limit(uint32_t now) {
-  if (!cg.usage_path[0]) return false;
+  uint32_t mem = atomic_load_relaxed(&cg.xmem);
+  if (mem == MEM_NONE || mem == MEM_LOOKING) return false;
   uint64_t next = atomic_load_relaxed(&cg.xnext_check);
   if (next && !time_reached(now, (uint32_t)next)) return false;
   uint64_t want = ((uint64_t)1 << 32) | (uint32_t)(now + MM_CGROUP_CHECK_MS);
   if (!atomic_cas_strong_acq_rel(&cg.xnext_check, &next, want)) return false; /* another reads */
+  memory_discover();
+  if (!memory_found()) return false;
   int saved = errno;
   uint64_t limit = NO_LIMIT, v, usage;
   for (int i = 0; i < 2; i++)
@@ -355,10 +433,12 @@ bool cgroup_memory_near_limit(uint32_t now) {
 }
 
 void cgroup_stats(cgroup_stats_t *s) {
-  s->found = cg.found;
+  memory_discover(); /* the statistics show the limit even before the first look */
+  bool mem = memory_found();
+  s->found = cg.cpus || mem;
   s->cpus = cg.cpus;
   s->limit_bytes = atomic_load_relaxed(&cg.xlimit);
   s->usage_bytes = atomic_load_relaxed(&cg.xusage);
   s->near_limit = atomic_load_relaxed(&cg.xnear);
-  s->memory_dir = cg.memory_dir;
+  s->memory_dir = mem ? cg.memory_dir : "";
 }

@@ -9,13 +9,21 @@
  * Where it looks: MMALLOC_CGROUP unset, the process's own cgroup, found
  * from /proc/self/cgroup and /proc/self/mountinfo, v2 first, then the v1
  * memory and cpu hierarchies; the lowest limit of the cgroup and its
- * ancestors counts.  MMALLOC_CGROUP=DIR: that one directory, with either
+ * ancestors counts.  For the CPU quota at start-up the usual mount points
+ * are tried first, and mountinfo (a line per mount for the kernel to
+ * format) is read only when no CPU file is found there.  MMALLOC_CGROUP=DIR: that one directory, with either
  * version's file names (a test writes one).  MMALLOC_CGROUP=0: nothing is
  * read at all.
  *
- * Invariant: after cgroup_init, the paths and the CPU quota do not change;
- * the limit and usage are re-read at most once per MM_CGROUP_CHECK_MS, by
- * whichever thread wins the check's time stamp (the others go on).
+ * When: the CPU quota at start-up (it sets the number of heaps); the memory
+ * limit's files at the first look (the first check of a slow-path
+ * heartbeat or the purge thread, or the statistics), so that a process
+ * that never gets that far pays for none of it.
+ *
+ * Invariant: after cgroup_init the CPU quota does not change, and once
+ * found, neither do the memory files; the limit and usage are re-read at
+ * most once per MM_CGROUP_CHECK_MS, by whichever thread wins the check's
+ * time stamp (the others go on).
  */
 #ifndef MM_CGROUP_H
 #define MM_CGROUP_H
@@ -24,7 +32,8 @@
 
 MM_HIDDEN_BEGIN
 
-/* Start-up, before the heaps are made (no allocation). */
+/* Start-up, before the heaps are made (no allocation): the CPU quota, and
+ * where to look for the memory limit later. */
 void cgroup_init(void);
 /* The CPUs the cgroup's CPU quota allows, rounded up; 0 when it has none. */
 uint32_t cgroup_cpu_limit(void);
@@ -34,7 +43,7 @@ uint32_t cgroup_cpu_limit(void);
  * the files at most once per MM_CGROUP_CHECK_MS (now: os_now_ms()); false
  * between reads, when no limit is set, and when the files cannot be read. */
 bool cgroup_memory_near_limit(uint32_t now);
-/* A memory limit was found at start-up (the files are there to read). */
+/* A memory limit was found (at the first look; false before it). */
 bool cgroup_has_memory_limit(void);
 
 typedef struct cgroup_stats_s {
