@@ -144,22 +144,26 @@ void local_heap_purge_pressure(void) {
   }
 }
 
-/* Purge every heap that is due and whose lock is free right now; every
- * heap, due or not, when the cgroup's memory usage is near its limit. */
-void local_heap_purge_due(uint32_t now) {
-  if (unlikely(cgroup_memory_near_limit(now))) {
-    local_heap_purge_pressure();
-    return;
-  }
+uint32_t local_heap_purge_due(uint32_t now, bool wait, uint64_t *purged) {
+  if (unlikely(cgroup_memory_near_limit(now))) local_heap_purge_pressure();
+  uint32_t next = 0;
   for (uint32_t i = 0; i < mm_nheaps; i++) {
     local_heap_t *h = &mm_heaps[i];
     uint64_t due = atomic_load_relaxed(&h->xpurge_at);
-    if (!due || !time_reached(now, (uint32_t)due)) continue;
-    if (!local_heap_trylock(h)) continue;
-    local_heap_purge(h, false);
-    local_heap_check(h);
-    local_heap_unlock(h);
+    if (due && time_reached(now, (uint32_t)due)) {
+      if (wait) local_heap_lock(h);
+      else if (!local_heap_trylock(h)) continue;
+      local_heap_purge(h, false);
+      local_heap_check(h);
+      local_heap_unlock(h);
+      if (purged) (*purged)++;
+      due = atomic_load_relaxed(&h->xpurge_at);
+    }
+    if (!due) continue;
+    uint32_t left = time_reached(now, (uint32_t)due) ? 1 : (uint32_t)due - now;
+    if (next == 0 || left < next) next = left;
   }
+  return next;
 }
 
 /* mm_collect: every heap gives back all its free memory now. */

@@ -144,6 +144,19 @@ bool local_heap_resize_large(extent_t *e, size_t size) {
  * Their own mappings (region.c), counted here, reused from the cache of
  * recently freed ones before a new one is mapped. */
 
+/* c went into (in) or out of the huge cache: its counts follow.  Lock held. */
+static void huge_cache_count(local_heap_t *h, const extent_t *c, bool in) {
+  if (in) {
+    h->huge_cached_datablocks += c->node.ndatablocks;
+    h->huge_cache_count++;
+  } else {
+    h->huge_cached_datablocks -= c->node.ndatablocks;
+    h->huge_cache_count--;
+  }
+  atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
+  held_changed(h);
+}
+
 /* A cached huge mapping that can hold size bytes at this alignment (the
  * smallest such), taken out of the cache; NULL if none.  Lock held. */
 static extent_t *huge_cache_take(local_heap_t *h, size_t size, size_t align) {
@@ -160,10 +173,7 @@ static extent_t *huge_cache_take(local_heap_t *h, size_t size, size_t align) {
   }
   if (best) {
     extent_list_remove(&h->huge_cache, best);
-    h->huge_cached_datablocks -= best->node.ndatablocks;
-    held_changed(h);
-    h->huge_cache_count--;
-    atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
+    huge_cache_count(h, best, false);
   }
   return best;
 }
@@ -172,11 +182,8 @@ static extent_t *huge_cache_take(local_heap_t *h, size_t size, size_t align) {
 void huge_cache_drop(local_heap_t *h, extent_t *c) {
   mm_assert_internal(local_heap_locked(h) && c->kind == MM_EXTENT_CACHED);
   extent_list_remove(&h->huge_cache, c);
-  h->huge_cached_datablocks -= c->node.ndatablocks;
+  huge_cache_count(h, c, false);
   h->returned_bytes += c->node.ndatablocks << MM_DATABLOCK_SHIFT;
-  held_changed(h);
-  h->huge_cache_count--;
-  atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
   region_huge_free(c);
 }
 
@@ -243,10 +250,7 @@ void local_heap_free_huge(extent_t *e) {
   e->kind = MM_EXTENT_CACHED;
   e->freed_at = now;
   extent_list_push_front(&h->huge_cache, e);
-  h->huge_cached_datablocks += e->node.ndatablocks;
-  held_changed(h);
-  h->huge_cache_count++;
-  atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
+  huge_cache_count(h, e, true);
   if (h->huge_cache_count > MM_HUGE_CACHE_MAX) huge_cache_drop(h, h->huge_cache.last);
   decay_schedule(h, now);
   local_heap_unlock(h);

@@ -54,9 +54,9 @@ MM_HIDDEN_BEGIN
  *   bit c of xabandoned_classes == (abandoned[c] is not empty); xcached ==
  *   cache_count; xhuge_cached == huge_cache_count;
  *   huge_cached_datablocks == the datablocks of the huge cache's mappings;
- *   held_mib == xheld_mib == (dirty_datablocks + huge_cached_datablocks)
- *   in whole MiB: the free memory the heap holds that may be resident,
- *   which the purge thread's start watches (purger.c). */
+ *   xheld_mib == (dirty_datablocks + huge_cached_datablocks) in whole MiB:
+ *   the free memory the heap holds that may be resident, which the purge
+ *   thread's start watches (purger.c). */
 typedef struct local_heap_s {
   mm_mutex_t lock;
   uint32_t index;
@@ -76,8 +76,7 @@ typedef struct local_heap_s {
   _Atomic(uint64_t) xpages_taken_over;  /* stats: full pages taken from idle threads */
   size_t dirty_datablocks;
   size_t huge_cached_datablocks;
-  size_t held_mib;
-  _Atomic(uint64_t) xheld_mib; /* held_mib, for the sum over heaps */
+  _Atomic(uint64_t) xheld_mib; /* written under lock, read by any thread (purger.c) */
   _Atomic(uint64_t) xpurge_at; /* 0, or (1 << 32) | deadline in ms */
   char *meta_next;             /* metadata memory: a bump allocator */
   size_t meta_left;
@@ -166,7 +165,12 @@ extent_t *local_heap_resize_huge(extent_t *e, size_t size);
 /* ---- decay.c ---------------------------------------------------------------------- */
 
 void local_heap_purge(local_heap_t *h, bool force); /* lock held */
-void local_heap_purge_due(uint32_t now);
+/* Purge every heap that is due (the heartbeat; the purge thread): a heap
+ * whose lock is busy is skipped, or with wait waited for (the caller holds
+ * no local heap lock); every heap, due or not, when the cgroup's memory
+ * usage is near its limit.  Returns the milliseconds until the earliest
+ * deadline left (0: none); adds the heaps purged to *purged (or NULL). */
+uint32_t local_heap_purge_due(uint32_t now, bool wait, uint64_t *purged);
 /* Every heap purges all it holds now (the cgroup's memory is near its limit). */
 void local_heap_purge_pressure(void);
 void local_heap_collect_all(void);

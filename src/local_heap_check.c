@@ -128,8 +128,8 @@ bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size) {
     return false;
   }
   size_t mib = (h->dirty_datablocks + h->huge_cached_datablocks) >> (20 - MM_DATABLOCK_SHIFT);
-  if (h->held_mib != mib || atomic_load_relaxed(&h->xheld_mib) != mib)
-    return bad(&c, "held_mib or xheld_mib disagrees with the dirty and huge-cached memory", 0);
+  if (atomic_load_relaxed(&h->xheld_mib) != mib)
+    return bad(&c, "xheld_mib disagrees with the dirty and huge-cached memory", 0);
   if ((h->dirty_datablocks || h->cache_count || h->huge_cache_count) &&
       atomic_load_relaxed(&h->xpurge_at) == 0)
     return bad(&c, "memory waits for the purge but none is scheduled (xpurge_at == 0)", 0);

@@ -57,10 +57,10 @@ void decay_schedule(local_heap_t *h, uint32_t freed_at);
 /* h's held memory crossed a MiB boundary (held_changed). */
 void purger_held_moved(local_heap_t *h, size_t mib);
 /* After any change of h->dirty_datablocks or h->huge_cached_datablocks:
- * keeps held_mib; a shift and a compare unless a MiB boundary is crossed. */
+ * keeps xheld_mib; a shift and a compare unless a MiB boundary is crossed. */
 MM_INLINE void held_changed(local_heap_t *h) {
   size_t mib = (h->dirty_datablocks + h->huge_cached_datablocks) >> (20 - MM_DATABLOCK_SHIFT);
-  if (unlikely(mib != h->held_mib)) purger_held_moved(h, mib);
+  if (unlikely(mib != atomic_load_relaxed(&h->xheld_mib))) purger_held_moved(h, mib);
 }
 /* A heap's xpurge_at went from 0 to a deadline: wake a purger that sleeps
  * without one. */

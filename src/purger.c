@@ -13,7 +13,7 @@
  * It exists only in a process that has had a lot of free memory at once.
  * Each heap keeps the free memory it holds that may be resident (dirty
  * extents, cached page blocks, cached huge mappings) in whole MiB
- * (held_mib, kept by held_changed in decay.c and large.c: a shift and a
+ * (xheld_mib, kept by held_changed in decay.c and large.c: a shift and a
  * compare, no shared write); when a heap's figure grows by a MiB, the sum
  * over all heaps is compared with options.purge_thread_mib, and the first
  * time it reaches it the purger is wanted.  The next allocator call on a
@@ -61,8 +61,7 @@ static void purger_consider(void) {
 
 void purger_held_moved(local_heap_t *h, size_t mib) {
   mm_assert_internal(local_heap_locked(h));
-  bool grew = mib > h->held_mib;
-  h->held_mib = mib;
+  bool grew = mib > atomic_load_relaxed(&h->xheld_mib);
   atomic_store_relaxed(&h->xheld_mib, mib);
   if (grew) purger_consider();
 }
@@ -70,25 +69,11 @@ void purger_held_moved(local_heap_t *h, size_t mib) {
 /* Purge every heap whose deadline has passed; the milliseconds until the
  * earliest deadline left, or 0 when no heap has one. */
 static uint32_t purge_due_heaps(void) {
-  uint32_t now = os_now_ms(), wait = 0;
-  if (unlikely(cgroup_memory_near_limit(now))) local_heap_purge_pressure();
-  for (uint32_t i = 0; i < mm_nheaps; i++) {
-    local_heap_t *h = &mm_heaps[i];
-    uint64_t due = atomic_load_relaxed(&h->xpurge_at);
-    if (due && time_reached(now, (uint32_t)due)) {
-      local_heap_lock(h);
-      local_heap_purge(h, false);
-      local_heap_check(h);
-      local_heap_unlock(h);
-      atomic_fetch_add_relaxed(&xpurges, 1);
-      due = atomic_load_relaxed(&h->xpurge_at);
-    }
-    if (!due) continue;
-    uint32_t left = time_reached(now, (uint32_t)due) ? 1 : (uint32_t)due - now;
-    /* under a cgroup memory limit, look at its usage between deadlines too */
-    if (left > MM_CGROUP_CHECK_MS && cgroup_has_memory_limit()) left = MM_CGROUP_CHECK_MS;
-    if (wait == 0 || left < wait) wait = left;
-  }
+  uint64_t purged = 0;
+  uint32_t wait = local_heap_purge_due(os_now_ms(), true, &purged);
+  atomic_fetch_add_relaxed(&xpurges, purged);
+  /* under a cgroup memory limit, look at its usage between deadlines too */
+  if (wait > MM_CGROUP_CHECK_MS && cgroup_has_memory_limit()) wait = MM_CGROUP_CHECK_MS;
   return wait;
 }
 
@@ -135,10 +120,9 @@ void purger_wake(void) {
 
 void purger_fork_child(void) {
   atomic_store_relaxed(&xasleep, 0);
-  uint32_t s = atomic_load_relaxed(&mm_xpurger_state);
   /* Off, whatever it was: a child that goes on to exec should not pay for
    * a thread; one that frees another MiB is considered again. */
-  if (s != MM_PURGER_OFF) atomic_store_relaxed(&mm_xpurger_state, MM_PURGER_OFF);
+  atomic_store_relaxed(&mm_xpurger_state, MM_PURGER_OFF);
 }
 
 void local_heap_purger_stats(uint32_t *state, uint64_t *purges, uint64_t *wakeups) {

@@ -342,7 +342,7 @@ MM_COLD void remote_heartbeat(thread_heap_t *th, uint32_t now) {
   }
   remote_free_chain(th, remote_dead_take(th->local->index, true)); /* try: our lock is held */
   remote_flush_all(th);
-  local_heap_purge_due(now);
+  local_heap_purge_due(now, false, NULL);
   thread_heap_check_all(th);
 }
 

@@ -20,7 +20,7 @@ typedef struct heap_stats_s {
   uint64_t huge_allocs, huge_live, realloc_in_place, purged, purges;
   uint64_t pages_out, pages_back, threads_live, threads_dead, pages_taken_over;
   uint64_t pages, pages_lost, pressure_purges;
-  /* the memory picture (README, "Statistics"): live, resident, returned */
+  /* the memory picture (docs/statistics.md): live, resident, returned */
   uint64_t live, small_live, resident, free_resident, page_slack, metadata, returned;
   uint64_t huge_cached;
 } heap_stats_t;
@@ -191,8 +191,8 @@ static void line(int fd, const char *fmt, ...) {
 }
 
 void stats_print(int fd) {
-  line(fd, "mmalloc statistics (%u local heaps, purge delay %ld ms; KiB; README.md, "
-       "\"Statistics\", explains every column)\n", mm_nheaps,
+  line(fd, "mmalloc statistics (%u local heaps, purge delay %ld ms; KiB; mmalloc's "
+       "docs/statistics.md explains every column)\n", mm_nheaps,
        option_live(&options.purge_delay_ms));
   line(fd, "%5s %10s %10s %10s %10s %10s %9s %11s %10s %4s\n", "heap", "live", "resident",
        "overhead", "free-res", "slack", "meta", "returned", "committed", "thr");
