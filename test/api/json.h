@@ -5,6 +5,7 @@
  *                                     "total.large_allocs", "heaps.0.slots")
  *   json_array_length(text, path)     elements of the array at path, or -1
  *   json_string(text, path, buf, n)   the string at path (no escapes decoded)
+ *   json_bool(text, path, &out)       the true or false at path
  *
  * No allocation; recursion depth bounded by the input's nesting.
  */
@@ -168,6 +169,14 @@ __attribute__((unused)) static bool json_string(const char *text, const char *pa
   if (len >= n) len = n - 1;
   memcpy(buf, f.found + 1, len);
   buf[len] = 0;
+  return true;
+}
+
+__attribute__((unused)) static bool json_bool(const char *text, const char *path, bool *out) {
+  json_find_t f = {path, NULL, NULL, -1};
+  const char *s = json_value(text, &f, path, 0);
+  if (!s || !f.found || (*f.found != 't' && *f.found != 'f')) return false;
+  *out = *f.found == 't';
   return true;
 }
 

@@ -40,61 +40,14 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "mmalloc.h"
+#include "memtest.h"
 
-static char stats[1 << 16];
 static const char *dir;
 
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* open/read only: the idle mode must make no allocator call */
-static size_t rss_bytes(void) {
-  char buf[128];
-  int fd = open("/proc/self/statm", O_RDONLY);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  char *p = strchr(buf, ' ');
-  return p ? strtoul(p + 1, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE) : 0;
-}
-
-/* A number after "key": in the statistics JSON (the first one). */
-static long long stat_num(const char *key) {
-  mm_stats_json(stats, sizeof(stats));
-  char pat[64];
-  snprintf(pat, sizeof(pat), "\"%s\":", key);
-  const char *p = strstr(stats, pat);
-  return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
-}
-
-/* The same inside the "cgroup" object. */
-static long long cgroup_num(const char *key) {
-  mm_stats_json(stats, sizeof(stats));
-  const char *cg = strstr(stats, "\"cgroup\":{");
-  char pat[64];
-  snprintf(pat, sizeof(pat), "\"%s\":", key);
-  const char *p = cg ? strstr(cg, pat) : NULL;
-  return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
-}
-
-static long long total_num(const char *key) {
-  mm_stats_json(stats, sizeof(stats));
-  const char *t = strstr(stats, "\"total\":{");
-  char pat[64];
-  snprintf(pat, sizeof(pat), "\"%s\":", key);
-  const char *p = t ? strstr(t, pat) : NULL;
-  return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
-}
-
-static bool cgroup_found(void) {
-  mm_stats_json(stats, sizeof(stats));
-  return strstr(stats, "\"cgroup\":{\"found\":true") != NULL;
 }
 
 static void write_file(const char *name, const char *text) {
@@ -162,42 +115,42 @@ static double idle_until_below(size_t limit, double seconds) {
 static int child(const char *mode) {
   const size_t below = (size_t)64 << 20, burst_bytes = (size_t)256 << 20;
   if (strcmp(mode, "quota-half") == 0) {
-    CHECK("a quota of half a CPU: one heap", stat_num("heaps") == 1);
-    CHECK("the statistics report one CPU", cgroup_num("cpus") == 1 && cgroup_found());
+    CHECK("a quota of half a CPU: one heap", stats_number("options.heaps") == 1);
+    CHECK("the statistics report one CPU", stats_number("cgroup.cpus") == 1 && stats_bool("cgroup.found"));
   } else if (strcmp(mode, "quota-three") == 0) {
     long want = cpus() < 3 ? cpus() : 3;
-    CHECK("a quota of three CPUs: min(3, CPUs) heaps", stat_num("heaps") == want);
-    CHECK("the statistics report three CPUs", cgroup_num("cpus") == 3);
+    CHECK("a quota of three CPUs: min(3, CPUs) heaps", stats_number("options.heaps") == want);
+    CHECK("the statistics report three CPUs", stats_number("cgroup.cpus") == 3);
   } else if (strcmp(mode, "quota-none") == 0) {
-    CHECK("no quota: one heap per CPU", stat_num("heaps") == cpus());
-    CHECK("no quota in the statistics", cgroup_num("cpus") == 0);
+    CHECK("no quota: one heap per CPU", stats_number("options.heaps") == cpus());
+    CHECK("no quota in the statistics", stats_number("cgroup.cpus") == 0);
   } else if (strcmp(mode, "garbage") == 0) {
-    CHECK("garbage files: one heap per CPU", stat_num("heaps") == cpus());
-    CHECK("garbage files: nothing found", !cgroup_found() && cgroup_num("limit_bytes") == 0);
+    CHECK("garbage files: one heap per CPU", stats_number("options.heaps") == cpus());
+    CHECK("garbage files: nothing found", !stats_bool("cgroup.found") && stats_number("cgroup.limit_bytes") == 0);
     burst((size_t)8 << 20);
     CHECK("garbage files: the allocator works", light_until_below((size_t)1 << 40, 0.05) >= 0);
   } else if (strcmp(mode, "off") == 0) {
-    CHECK("MMALLOC_CGROUP=0: nothing read", !cgroup_found() && stat_num("heaps") == cpus());
+    CHECK("MMALLOC_CGROUP=0: nothing read", !stats_bool("cgroup.found") && stats_number("options.heaps") == cpus());
   } else if (strcmp(mode, "calls") == 0 || strcmp(mode, "idle") == 0) {
     bool idle = strcmp(mode, "idle") == 0;
     CHECK("a long purge delay", mm_option_set("purge_delay_ms", 60000) == 0);
     if (!idle) CHECK("no purge thread", mm_option_set("purge_thread_mib", 0) == 0);
-    CHECK("the limit is read at start-up", cgroup_num("limit_bytes") == 1LL << 30);
+    CHECK("the limit is read at start-up", stats_number("cgroup.limit_bytes") == 1LL << 30);
     burst(burst_bytes);
     light_until_below(0, 0.3); /* far from the limit: nothing may come back */
     size_t held = rss_bytes();
     fprintf(stderr, "cgroup %s: %zu MiB resident 0.3 s after the free, far from the limit\n",
             mode, held >> 20);
     CHECK("far from the limit, the freed burst waits for the delay", held >= burst_bytes / 2);
-    CHECK("far from the limit, no forced purge", total_num("pressure_purges") == 0);
+    CHECK("far from the limit, no forced purge", stats_number("total.pressure_purges") == 0);
     write_file("memory.current", "1020054732\n"); /* 95% of 1 GiB */
     double took = idle ? idle_until_below(below, 2.0) : light_until_below(below, 2.0);
     size_t end = rss_bytes();
     fprintf(stderr, "cgroup %s: %zu MiB resident %.3f s after the usage neared the limit\n",
             mode, end >> 20, took);
     CHECK("near the limit, the burst comes back at once", end < below && took < 2.0);
-    CHECK("the statistics count the looks near the limit", cgroup_num("near_limit") > 0);
-    CHECK("the statistics count the forced purges", total_num("pressure_purges") > 0);
+    CHECK("the statistics count the looks near the limit", stats_number("cgroup.near_limit") > 0);
+    CHECK("the statistics count the forced purges", stats_number("total.pressure_purges") > 0);
   } else {
     fprintf(stderr, "cgroup: unknown mode %s\n", mode);
     return 2;
@@ -266,14 +219,14 @@ static int fake(const char *self) {
 static int real(long mib, bool quota) {
   const size_t huge = (size_t)40 << 20;
   size_t first = (size_t)mib * 60 / 100 << 20, nhuge = ((size_t)mib * 33 / 100 << 20) / huge;
-  CHECK("the cgroup's limit is found", cgroup_num("limit_bytes") == mib << 20);
-  if (quota) CHECK("a quota of one CPU: one heap", cgroup_num("cpus") == 1 && stat_num("heaps") == 1);
+  CHECK("the cgroup's limit is found", stats_number("cgroup.limit_bytes") == mib << 20);
+  if (quota) CHECK("a quota of one CPU: one heap", stats_number("cgroup.cpus") == 1 && stats_number("options.heaps") == 1);
   CHECK("a long purge delay", mm_option_set("purge_delay_ms", 60000) == 0);
   CHECK("no purge thread", mm_option_set("purge_thread_mib", 0) == 0);
   burst(first);
   size_t after_free = rss_bytes();
   CHECK("far from the limit, the freed memory waits for the delay", after_free >= first / 2);
-  CHECK("far from the limit, no forced purge", total_num("pressure_purges") == 0);
+  CHECK("far from the limit, no forced purge", stats_number("total.pressure_purges") == 0);
   char *blocks[16];
   for (size_t i = 0; i < nhuge && i < 16; i++) {
     blocks[i] = mm_malloc(huge);
@@ -286,9 +239,9 @@ static int real(long mib, bool quota) {
   fprintf(stderr, "cgroup real: %zu MiB freed under a %ld MiB limit (%zu MiB resident after the "
           "free); %zu MiB of huge blocks then: %zu MiB resident %.3f s later (usage %lld MiB at "
           "the last look)\n", first >> 20, mib, after_free >> 20, (nhuge * huge) >> 20,
-          end >> 20, took, cgroup_num("usage_bytes") >> 20);
+          end >> 20, took, stats_number("cgroup.usage_bytes") >> 20);
   CHECK("near the limit, the freed memory comes back at once", end < below && took < 2.0);
-  CHECK("the statistics count the forced purges", total_num("pressure_purges") > 0);
+  CHECK("the statistics count the forced purges", stats_number("total.pressure_purges") > 0);
   for (size_t i = 0; i < nhuge && i < 16; i++) mm_free(blocks[i]);
   return check_summary("cgroup real");
 }

@@ -17,10 +17,6 @@
  *
  * usage: purger_race [ROUNDS [FORKS]]   (defaults 400, 8)
  */
-#define _GNU_SOURCE
-#include <dirent.h>
-#include <sys/syscall.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,7 +27,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "mmalloc.h"
+#include "memtest.h"
 
 #define THREADS 3
 #define SLOTS 64
@@ -101,55 +97,10 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static char stats[1 << 16];
-
-static const char *purger_state(void) {
-  static char state[16];
-  mm_stats_json(stats, sizeof(stats));
-  const char *key = "\"purge_thread\":{\"state\":\"";
-  const char *p = strstr(stats, key);
-  if (!p) return "missing";
-  p += strlen(key);
-  size_t n = strcspn(p, "\"");
-  if (n >= sizeof(state)) n = sizeof(state) - 1;
-  memcpy(state, p, n);
-  state[n] = 0;
-  return state;
-}
-
-static long purger_purges(void) {
-  mm_stats_json(stats, sizeof(stats));
-  const char *p = strstr(stats, "\"purge_thread\":{");
-  p = p ? strstr(p, "\"purges\":") : NULL;
-  return p ? strtol(p + strlen("\"purges\":"), NULL, 10) : -1;
-}
-
-/* Threads of this process named mmalloc-purge (the sanitizers have
- * threads of their own, so the total says nothing).  open, getdents64 and
- * read only: no allocator call, so looking starts nothing. */
-static int purge_threads(void) {
-  int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY);
-  if (dir < 0) return -1;
-  char buf[4096];
-  int n = 0;
-  long got;
-  while ((got = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
-    for (long off = 0; off < got;) {
-      struct dirent64 *de = (struct dirent64 *)(buf + off);
-      off += de->d_reclen;
-      if (de->d_name[0] == '.') continue;
-      char path[300], comm[32] = "";
-      snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-      int fd = open(path, O_RDONLY);
-      if (fd < 0) continue;
-      ssize_t len = read(fd, comm, sizeof(comm) - 1);
-      close(fd);
-      if (len > 0 && strncmp(comm, "mmalloc-purge", 13) == 0) n++;
-    }
-  }
-  close(dir);
-  return n;
-}
+static const char *purger_state(void) { return stats_string("purge_thread.state"); }
+static long long purger_purges(void) { return stats_number("purge_thread.purges"); }
+/* the sanitizers have threads of their own: count the purge thread by name */
+static int purge_threads(void) { return threads_named("mmalloc-purge"); }
 
 /* The child of a fork: exit status says what went wrong (0: nothing). */
 static int child(void) {
@@ -203,8 +154,8 @@ int main(int argc, char **argv) {
   CHECK("every child started without a purge thread, got one, and worked", children_ok == forks);
   CHECK("the purge thread runs", strcmp(purger_state(), "running") == 0);
   CHECK("exactly one purge thread", purge_threads() == 1);
-  long purges = purger_purges();
-  fprintf(stderr, "purger_race: the purge thread purged %ld times\n", purges);
+  long long purges = purger_purges();
+  fprintf(stderr, "purger_race: the purge thread purged %lld times\n", purges);
   CHECK("the purge thread purged", purges > 0);
   return check_summary("purger_race");
 }

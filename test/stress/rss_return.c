@@ -28,7 +28,6 @@
  * The deadline checked is 2 s (the requirement is 1 s; the margin absorbs a
  * loaded CI machine; the measured time is printed). */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,7 +37,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "mmalloc.h"
+#include "memtest.h"
 
 static double now_s(void) {
   struct timespec t;
@@ -54,36 +53,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static int phase; /* 1: burst freed, 2: objects ready to be freed by the worker */
 
-/* A field of a /proc/self file after `key` (open and read: stdio would
- * allocate, and the idle modes must make no allocator call). */
-static unsigned long proc_field(const char *file, const char *key) {
-  char buf[4096];
-  int fd = open(file, O_RDONLY);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  const char *p = key ? strstr(buf, key) : buf;
-  return p ? strtoul(p + (key ? strlen(key) : 0), NULL, 10) : 0;
-}
-
-static size_t rss_bytes(void) {
-  const char *rss = NULL;
-  char buf[128];
-  int fd = open("/proc/self/statm", O_RDONLY);
-  if (fd >= 0) {
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n > 0) {
-      buf[n] = 0;
-      rss = strchr(buf, ' ');
-    }
-  }
-  return rss ? strtoul(rss + 1, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE) : 0;
-}
-
-static unsigned long threads(void) { return proc_field("/proc/self/status", "Threads:"); }
+static int threads(void) { return threads_named(""); }
 
 /* No allocator call until RSS is below limit or the deadline passes. */
 static double idle_until_rss_below(size_t limit, double deadline) {
@@ -96,22 +66,7 @@ static double idle_until_rss_below(size_t limit, double deadline) {
 void mm_test_fault_set(int kind, long n, int sticky) __attribute__((weak));
 enum { FAULT_THREAD = 3 }; /* MM_FAULT_THREAD in src/os.h */
 
-static char stats[1 << 16];
-
-/* The purge thread's state from mm_stats_json ("off", "running", ..). */
-static const char *purger_state(void) {
-  static char state[16];
-  mm_stats_json(stats, sizeof(stats));
-  const char *p = strstr(stats, "\"purge_thread\":{\"state\":\"");
-  if (!p) return "missing";
-  p += strlen("\"purge_thread\":{\"state\":\"");
-  size_t n = strcspn(p, "\"");
-  if (n >= sizeof(state)) n = sizeof(state) - 1;
-  memcpy(state, p, n);
-  state[n] = 0;
-  return state;
-}
-
+static const char *purger_state(void) { return stats_string("purge_thread.state"); }
 
 /* Half the burst in small objects (64..1024 B), half in 1 MiB blocks. */
 static void burst_alloc(void) {

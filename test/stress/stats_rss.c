@@ -17,7 +17,6 @@
  * once, and counted as returned).  Not a benchmark.
  *
  * usage: stats_rss [MIB]   (default 512) */
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,30 +24,13 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "mmalloc.h"
-
-static char stats[1 << 16];
-
-static int64_t rss_bytes(void) {
-  char buf[128];
-  int fd = open("/proc/self/statm", O_RDONLY);
-  if (fd < 0) return -1;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
-  char *p = strchr(buf, ' ');
-  return p ? (int64_t)strtoll(p + 1, NULL, 10) * sysconf(_SC_PAGESIZE) : -1;
-}
+#include "memtest.h"
 
 /* A number in the statistics' "total" object. */
 static int64_t total(const char *key) {
-  mm_stats_json(stats, sizeof(stats));
-  const char *t = strstr(stats, "\"total\":{");
-  char pat[64];
-  snprintf(pat, sizeof(pat), "\"%s\":", key);
-  const char *p = t ? strstr(t, pat) : NULL;
-  return p ? (int64_t)strtoll(p + strlen(pat), NULL, 10) : -1;
+  char path[64];
+  snprintf(path, sizeof(path), "total.%s", key);
+  return stats_number(path);
 }
 
 typedef struct snap_s {
@@ -56,7 +38,7 @@ typedef struct snap_s {
 } snap_t;
 
 static snap_t snap(void) {
-  snap_t s = {rss_bytes(), total("resident_bytes"), total("live_bytes"), total("returned_bytes")};
+  snap_t s = {(int64_t)rss_bytes(), total("resident_bytes"), total("live_bytes"), total("returned_bytes")};
   return s;
 }
 
