@@ -131,6 +131,11 @@ def fmt_s(x):
     return "%.3f" % x
 
 
+def fmt_kfaults(x):
+    """Page faults in thousands, whole from 10 up, one decimal below; '–' for None."""
+    return "–" if x is None else ("%.0f" % (x / 1000) if x >= 10000 else "%.1f" % (x / 1000))
+
+
 def fmt_mib(x):
     """MiB, whole from 10 up, one decimal below; '–' for None."""
     return "–" if x is None else ("%.0f" % x if x >= 10 else "%.1f" % x)
@@ -164,6 +169,7 @@ class Matrix:
         self.allocs = [a for a in listed if a in allocs] + [a for a in allocs if a not in listed]
         self.rt = ratios(self.cells, self.workloads, self.threads, self.allocs, "times")
         self.rm = ratios(self.cells, self.workloads, self.threads, self.allocs, "rss")
+        self.rf = ratios(self.cells, self.workloads, self.threads, self.allocs, "faults")
 
     def keys(self):
         """Every (workload, threads) pair, workloads in suite order, threads ascending."""
@@ -420,7 +426,7 @@ def plots_section(out, m, plots, log):
 
 
 def per_workload_section(m, rows):
-    """Each workload's description, arguments, and its time and peak-RSS tables."""
+    """Each workload's description, arguments, and its time, peak-RSS and page-fault tables."""
     L = ["## Per workload", ""]
     for w in m.workloads:
         summary_line = suite.BWA["summary"] if w == "bwa" else suite.WORKLOADS.get(
@@ -431,11 +437,12 @@ def per_workload_section(m, rows):
               % (summary_line[0].upper() + summary_line[1:], args, w), ""]
         L += workload_table(m, w, "times", "time (s)", fmt_s, m.rt)
         L += workload_table(m, w, "rss", "peak RSS (MiB)", fmt_mib, m.rm)
+        L += workload_table(m, w, "faults", "minor page faults (thousands)", fmt_kfaults, m.rf)
     return L
 
 
 def workload_table(m, w, what, label, fmt, rat):
-    """One workload's table of what ('times' or 'rss'): allocators by thread counts."""
+    """One workload's table of what ('times', 'rss' or 'faults'): allocators by thread counts."""
     L = ["| %s | %s |" % (label, " | ".join("%d threads" % t for t in m.threads[w])),
          "|---|" + "---|" * len(m.threads[w])]
     for a in m.allocs:
