@@ -19,10 +19,10 @@
  * time it reaches it the purger is wanted.  The next allocator call on a
  * path that frees memory, or on malloc's general slow path, holding no
  * lock, starts it (local_heap_purger_poke: pthread_create may call
- * malloc).  A small program never has a second thread.  The thread blocks every signal,
- * never allocates, takes only local heap locks (one at a time, blocking:
- * it holds nothing else), and sleeps until the earliest deadline, or, with
- * nothing scheduled, until decay_schedule wakes it.
+ * malloc).  A small program never has a second thread.  The thread blocks
+ * every signal, never allocates, takes only local heap locks (one at a
+ * time, blocking: it holds nothing else), and sleeps until the earliest
+ * deadline, or, with nothing scheduled, until decay_schedule wakes it.
  *
  * Sleeping without a deadline is a handshake on two words: the purger sets
  * xasleep, then looks at every heap's xpurge_at; a heap scheduling a purge
@@ -36,9 +36,9 @@
  *
  * Fork: the child has no purger and starts with it off; it is wanted
  * again once a heap of the child grows by a MiB and the total is over the
- * threshold (a child that execs right away never starts one).  States only go OFF -> WANTED -> RUNNING,
- * or WANTED -> FAILED when the OS refuses the thread (purges then ride on
- * allocator calls, as without it).
+ * threshold (a child that execs right away never starts one).  States only
+ * go OFF -> WANTED -> RUNNING, or WANTED -> FAILED when the OS refuses the
+ * thread (purges then ride on allocator calls, as without it).
  */
 #include "local_heap_parts.h"
 

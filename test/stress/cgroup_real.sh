@@ -67,5 +67,9 @@ echo "cgroup_real: memory limit $mib MiB in $mem_dir; $q"
 # The test runs in a child shell moved into the cgroup(s); this shell stays
 # outside so that it can remove them afterwards.
 sh -c 'for p in '"$procs"'; do echo $$ > $p || exit 3; done; exec "$0" real "$1" "$2"' \
-  "$bin" "$mib" "$quota"
+  "$bin" "$mib" "$quota" || exit 1
+# MMALLOC_CGROUP=0 in the same cgroup: nothing read, so one heap per CPU
+# despite the quota, and no limit (only a quota tells the two apart)
+[ $quota = 1 ] || exit 0
+sh -c 'for p in '"$procs"'; do echo $$ > $p || exit 3; done; MMALLOC_CGROUP=0 exec "$0" off' "$bin"
 
