@@ -56,14 +56,16 @@ static void *alloc_class(thread_heap_t *th, unsigned c) {
 }
 
 /* A block above the small classes (or too aligned for them): a large
- * extent, or a huge mapping.  No thread heap lock needed. */
+ * extent, or a huge mapping.  room: realloc is moving a growing block (a
+ * large one is placed with room behind it; from MM_GROW_MAP_MIN on it gets
+ * a mapping of its own, to grow by mremap).  No thread heap lock needed. */
 void *thread_heap_alloc_big(thread_heap_t *th, size_t size, size_t align, bool zero, bool room) {
   if (size > PTRDIFF_MAX) {
     errno = ENOMEM;
     return NULL;
   }
-  if (size >= MM_HUGE_MIN || align > MM_SLOT_SIZE / 8)
-    return local_heap_alloc_huge(th->local, size, align, zero);
+  if (size >= MM_HUGE_MIN || align > MM_SLOT_SIZE / 8 || (room && size >= MM_GROW_MAP_MIN))
+    return local_heap_alloc_huge(th->local, size, align, zero, room);
   return local_heap_alloc_large(th->local, size, align, zero, room);
 }
 

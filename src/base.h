@@ -27,8 +27,9 @@
  *   page         an extent of 16 to 128 datablocks holding small objects of
  *                one size class, owned by a thread heap (page.h).  "Page"
  *                means only this; the OS page is a datablock.
- *   huge block   a block bigger than MM_HUGE_MIN: a slot-aligned mapping of
- *                its own laid out like a slot with one LARGE extent.
+ *   huge block   a block bigger than MM_HUGE_MIN, or one that realloc grew
+ *                past MM_GROW_MAP_MIN: a slot-aligned mapping of its own
+ *                laid out like a slot with one LARGE extent.
  *   local heap   one of C (= number of CPUs): an interval tree of free
  *                extents over its slots, a cache of free page blocks, the
  *                pages abandoned by exited or idle threads, and a lock.

@@ -66,6 +66,16 @@
  * grown by mremap. */
 #define MM_HUGE_MIN ((MM_SLOT_SIZE - MM_SLOT_META_SIZE) / 4)
 
+/* A block that realloc grows to this size or more, and that cannot grow
+ * where it is, moves to a mapping of its own (a huge block) although it is
+ * below MM_HUGE_MIN: from then on it grows by mremap, without a copy, and
+ * what it leaves behind in its slot is small. */
+#define MM_GROW_MAP_MIN ((size_t)1 << 20)
+/* A growing block that reuses a freed huge mapping keeps the mapping's
+ * resident pages behind it, as room to grow into, up to this many times its
+ * size; a larger cached mapping is left for a larger block. */
+#define MM_HUGE_KEEP 64
+
 /* Local heaps: at most this many (MMALLOC_HEAPS is clamped to it). */
 #define MM_MAX_HEAPS 512
 

@@ -102,7 +102,7 @@ MM_SLOW_PATH void thread_heap_free_slow(void *p, const char *call) {
     VALGRIND_FREELIKE_BLOCK(p, 0);
 #endif
     if (slot_of_extent(e)->huge) local_heap_free_huge(e);
-    else local_heap_free_large(e);
+    else local_heap_free_large(e, false);
     local_heap_purger_poke();
     return;
   }

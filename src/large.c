@@ -10,7 +10,10 @@
  * behind it and shrinks it by giving the tail back.  A freed huge mapping
  * waits in its heap's huge cache for the purge delay, so that a program
  * that frees a 60 MiB buffer and allocates another reuses its resident
- * memory instead of faulting in fresh pages.
+ * memory instead of faulting in fresh pages: a new block takes the
+ * mapping's head (a block that is not growing gives the rest back), and a
+ * growing huge block that outgrows its own mapping moves onto it by mremap
+ * (its pages replace the cached head, the cached tail is its new end).
  *
  * Invariants: a LARGE extent is on no list; huge_cache holds at most
  * MM_HUGE_CACHE_MAX CACHED huge mappings of this heap, newest first.
@@ -64,11 +67,15 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
 }
 
 /* Free a LARGE extent.  The caller checked it without the lock; a racing
- * double free is caught here. */
-void local_heap_free_large(extent_t *e) {
+ * double free is caught here.  purge: its contents are dead and its memory
+ * is not expected back soon (realloc moved the block to a mapping of its
+ * own): its datablocks go back to the OS now instead of after the delay. */
+void local_heap_free_large(extent_t *e, bool purge) {
   mm_assert(!slot_of_extent(e)->huge);
   local_heap_t *h = local_heap_of_extent(e);
   uintptr_t start = e->node.start;
+  bool purged = purge && !(e->flags & MM_EXTENT_GUARD) &&
+                os_purge((void *)start, e->node.ndatablocks << MM_DATABLOCK_SHIFT);
   uint32_t now = os_now_ms();
   local_heap_lock(h);
   local_heap_check(h);
@@ -79,6 +86,10 @@ void local_heap_free_large(extent_t *e) {
   h->large_frees++;
   h->large_live_bytes -= e->node.ndatablocks << MM_DATABLOCK_SHIFT;
   decay_dirty_add(h, e, now);
+  if (purged) {
+    h->purged_bytes += e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+    decay_gave_back(h, e);
+  }
   extent_insert_free(h, e);
   uint64_t due = atomic_load_relaxed(&h->xpurge_at);
   if (due && time_reached(now, (uint32_t)due)) local_heap_purge(h, false);
@@ -159,15 +170,19 @@ static void huge_cache_count(local_heap_t *h, const extent_t *c, bool in) {
 }
 
 /* A cached huge mapping that can hold size bytes at this alignment (the
- * smallest such), taken out of the cache; NULL if none.  Lock held. */
-static extent_t *huge_cache_take(local_heap_t *h, size_t size, size_t align) {
+ * smallest such, and with at most max_room bytes of room), taken out of the
+ * cache; NULL if none.  off: the block must start this far into its mapping
+ * (0: anywhere).  Lock held. */
+static extent_t *huge_cache_take(local_heap_t *h, size_t size, size_t align, uintptr_t off,
+                                 size_t max_room) {
   mm_assert_internal(local_heap_locked(h));
   extent_t *best = NULL;
-  uintptr_t best_room = 0;
+  size_t best_room = 0;
   for (extent_t *c = h->huge_cache.first; c; c = c->next) {
-    slot_t *slot = slot_of_extent(c);
-    uintptr_t room = (uintptr_t)slot + slot->size - c->node.start;
-    if (room >= size && (c->node.start & (align - 1)) == 0 && (!best || room < best_room)) {
+    size_t room = region_huge_room(c);
+    if (room >= size && room <= max_room && (c->node.start & (align - 1)) == 0 &&
+        (!off || c->node.start - (uintptr_t)slot_of_extent(c) == off) &&
+        (!best || room < best_room)) {
       best = c;
       best_room = room;
     }
@@ -177,6 +192,15 @@ static extent_t *huge_cache_take(local_heap_t *h, size_t size, size_t align) {
     huge_cache_count(h, best, false);
   }
   return best;
+}
+
+/* Put c back at the head of the cache (a take that came to nothing).  Lock
+ * held. */
+static void huge_cache_put(local_heap_t *h, extent_t *c) {
+  mm_assert_internal(local_heap_locked(h) && c->kind == MM_EXTENT_CACHED);
+  extent_list_push_front(&h->huge_cache, c);
+  huge_cache_count(h, c, true);
+  if (h->huge_cache_count > MM_HUGE_CACHE_MAX) huge_cache_drop(h, h->huge_cache.last);
 }
 
 /* Unmap a cached huge mapping.  Lock held. */
@@ -198,17 +222,22 @@ size_t huge_cache_drop_all(local_heap_t *h) {
 }
 
 /* A huge block for h's threads.  zero: the caller needs zeroed memory (a
- * fresh mapping is; a reused one is purged first).  The mapping is this
- * thread's alone until it returns it: region calls need no lock. */
-void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero) {
+ * fresh mapping is; a reused one is purged first).  growing: realloc is
+ * moving a growing block here; a reused mapping then keeps its resident
+ * pages behind the block (up to MM_HUGE_KEEP times its size) as room to
+ * grow into, where a block that is not growing gives them back.  The
+ * mapping is this thread's alone until it returns it: region calls need no
+ * lock. */
+void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero, bool growing) {
   if (align < MM_DATABLOCK_SIZE) align = MM_DATABLOCK_SIZE;
   extent_t *e = NULL;
   if (atomic_load_relaxed(&h->xhuge_cached)) {
+    size_t max_room = growing && size <= SIZE_MAX / MM_HUGE_KEEP ? size * MM_HUGE_KEEP : SIZE_MAX;
     local_heap_lock(h);
-    e = huge_cache_take(h, size, align);
+    e = huge_cache_take(h, size, align, 0, max_room);
     local_heap_unlock(h);
     if (e) {
-      extent_t *r = region_huge_resize(e, size, true);
+      extent_t *r = region_huge_resize(e, size, growing);
       if (!r) {
         region_huge_free(e);
       } else {
@@ -250,22 +279,45 @@ void local_heap_free_huge(extent_t *e) {
   h->huge_live_bytes -= bytes;
   e->kind = MM_EXTENT_CACHED;
   e->freed_at = now;
-  extent_list_push_front(&h->huge_cache, e);
-  huge_cache_count(h, e, true);
-  if (h->huge_cache_count > MM_HUGE_CACHE_MAX) huge_cache_drop(h, h->huge_cache.last);
+  huge_cache_put(h, e);
   decay_schedule(h, now);
   local_heap_unlock(h);
 }
 
+/* Resize huge block e to size bytes.  A block that outgrows its mapping
+ * moves onto a cached mapping of its heap when one has room (its resident
+ * pages become the block's new end, where growing in place would fault in
+ * fresh ones and leave the cached pages idle), else grows or moves as
+ * region_huge_resize can.  The extent (its start may have moved), or NULL
+ * with nothing changed. */
 extent_t *local_heap_resize_huge(extent_t *e, size_t size) {
   local_heap_t *h = local_heap_of_extent(e);
   size_t before = e->node.ndatablocks << MM_DATABLOCK_SHIFT;
-  extent_t *ne = region_huge_resize(e, size, false);
+  uintptr_t start = e->node.start;
+  extent_t *ne = NULL;
+  if (size > region_huge_room(e) && !options.secure && atomic_load_relaxed(&h->xhuge_cached)) {
+    uintptr_t off = e->node.start - (uintptr_t)slot_of_extent(e);
+    size_t max_room = size <= SIZE_MAX / MM_HUGE_KEEP ? size * MM_HUGE_KEEP : SIZE_MAX;
+    local_heap_lock(h);
+    extent_t *c = huge_cache_take(h, size, MM_DATABLOCK_SIZE, off, max_room);
+    local_heap_unlock(h);
+    if (c) {
+      ne = region_huge_move_onto(e, c, size);
+      local_heap_lock(h);
+      if (ne) {
+        ne->kind = MM_EXTENT_LARGE;
+      } else {
+        huge_cache_put(h, c);
+      }
+      local_heap_unlock(h);
+    }
+  }
+  if (!ne) ne = region_huge_resize(e, size, false);
   if (ne) {
     local_heap_lock(h);
+    if (ne->node.start != start) h->realloc_remapped++;
     h->huge_live_bytes += (ne->node.ndatablocks << MM_DATABLOCK_SHIFT) - before;
     local_heap_unlock(h);
   }
   return ne;
 }
-

@@ -83,7 +83,7 @@ typedef struct local_heap_s {
   size_t meta_bytes;           /* stats: its chunks, all committed */
   /* statistics (under lock) */
   uint64_t large_allocs, large_frees, large_live_bytes;
-  uint64_t realloc_in_place, realloc_moved;
+  uint64_t realloc_in_place, realloc_remapped;
   uint64_t purged_bytes, purges;
   uint64_t returned_bytes;  /* dirty bytes given back to the OS (purged or unmapped) */
   uint64_t pressure_purges; /* purges forced by the cgroup's memory limit */
@@ -156,9 +156,9 @@ void local_heap_purger_stats(uint32_t *state, uint64_t *purges, uint64_t *wakeup
 /* ---- large.c: blocks handed out whole ------------------------------------------ */
 
 void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero, bool room);
-void local_heap_free_large(extent_t *e);
+void local_heap_free_large(extent_t *e, bool purge);
 bool local_heap_resize_large(extent_t *e, size_t size);
-void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero);
+void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero, bool growing);
 void local_heap_free_huge(extent_t *e);
 extent_t *local_heap_resize_huge(extent_t *e, size_t size);
 

@@ -6,10 +6,14 @@
  * still fits and is not more than half empty, a large block that shrinks
  * (its tail goes back to the heap) or grows into the free extent behind it,
  * a huge block that grows or shrinks in its mapping (or moves without a
- * copy, by mremap).  A large block that must move to grow is placed with
- * room behind it (extent.c), so that its next growth is in place.  In the
- * checked modes it always moves: memcheck then sees one block die and
- * another start.
+ * copy, by mremap: onto a freed mapping of the huge cache when one has
+ * room, large.c).  A large block that must move to grow is placed with room
+ * behind it (extent.c), so that its next growth is in place; once it grows
+ * to MM_GROW_MAP_MIN it moves to a mapping of its own instead (one copy of
+ * at most 1 MiB, after which growing costs no copy), and the datablocks it
+ * leaves in its slot go back to the OS at once: a growing buffer leaves
+ * nothing resident behind it.  In the checked modes it always moves:
+ * memcheck then sees one block die and another start.
  */
 #include <errno.h>
 #include <string.h>
@@ -67,7 +71,7 @@ void *thread_heap_realloc(void *p, size_t size) {
   if (e->kind == MM_EXTENT_PAGE) {
     if (size <= old && (size > old / 2 || old <= 64)) return p;
   } else if (slot_of_extent(e)->huge) {
-    if (size >= MM_HUGE_MIN / 2) {
+    if (size >= MM_GROW_MAP_MIN) {
       extent_t *ne = local_heap_resize_huge(e, size);
       if (ne) return (void *)ne->node.start;
       if (size <= old) return p;
@@ -78,7 +82,7 @@ void *thread_heap_realloc(void *p, size_t size) {
       local_heap_purger_poke();
       return p;
     }
-    if (size > old && local_heap_resize_large(e, size)) return p;
+    if (size > old && size < MM_GROW_MAP_MIN && local_heap_resize_large(e, size)) return p;
   }
   void *q;
   if (size > old && size > MM_SMALL_MAX) { /* growing: leave it room to grow */
@@ -89,6 +93,12 @@ void *thread_heap_realloc(void *p, size_t size) {
   }
   if (!q) return NULL;
   memcpy(q, p, old < size ? old : size);
+  if (e->kind == MM_EXTENT_LARGE && !slot_of_extent(e)->huge && size >= MM_GROW_MAP_MIN) {
+    /* it left its slot for a mapping of its own: what it leaves goes back now */
+    local_heap_free_large(e, true);
+    local_heap_purger_poke();
+    return q;
+  }
   thread_heap_free_fast(p, "realloc");
   return q;
 }

@@ -308,6 +308,38 @@ extent_t *region_huge_at(uintptr_t a) {
 
 void region_huge_free(extent_t *e) { region_slot_release(slot_of_extent(e)); }
 
+/* Bytes huge block e can hold without a new mapping. */
+size_t region_huge_room(const extent_t *e) {
+  const slot_t *slot = slot_of_extent(e);
+  uintptr_t end = (uintptr_t)slot + slot->size - (options.secure ? MM_DATABLOCK_SIZE : 0);
+  return end - e->node.start;
+}
+
+/* Move huge block e onto the freed huge mapping c, no copy: e's memory
+ * replaces the head of c's block (the stale pages there go), c's resident
+ * pages behind it become e's room to grow, and e's own mapping is released.
+ * Both blocks start at the same offset in their mappings (so huge pages stay
+ * aligned) and c has room for size bytes.  Returns c, now the block, sized
+ * to size; NULL with nothing changed when the kernel refuses (a block whose
+ * memory is more than one kernel mapping cannot be moved in one call). */
+extent_t *region_huge_move_onto(extent_t *e, extent_t *c, size_t size) {
+  slot_t *slot = slot_of_extent(e), *cs = slot_of_extent(c);
+  size = (size + MM_DATABLOCK_SIZE - 1) & ~(MM_DATABLOCK_SIZE - 1);
+  uintptr_t off = e->node.start - (uintptr_t)slot;
+  size_t old_size = e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  mm_assert(c->node.start - (uintptr_t)cs == off && region_huge_room(c) >= size && size >= old_size);
+  if (off + size > cs->committed) {
+    if (!os_commit((char *)cs + cs->committed, off + size - cs->committed)) return NULL;
+    cs->committed = off + size;
+  }
+  if (!os_remap_to((void *)e->node.start, old_size, (void *)c->node.start, old_size)) return NULL;
+  c->node.ndatablocks = size >> MM_DATABLOCK_SHIFT;
+  slot_table_set((uintptr_t)slot, slot->size, 0, 0);
+  os_release(slot, slot->size);
+  if (option_live(&options.hugepages) != 0) os_hugepages((void *)c->node.start, size, true, true);
+  return c;
+}
+
 /* Resize a huge block to `size` bytes, in place if the mapping can grow (or
  * shrink) where it is, else by moving its memory (no copy) into a new
  * reservation.  keep_tail: when shrinking, keep the memory past the new end

@@ -17,7 +17,7 @@ static const char *purger_state_name(uint32_t state) {
 typedef struct heap_stats_s {
   uint64_t slots, reserved, committed, free_bytes, free_extents, dirty_bytes;
   uint64_t cached_bytes, abandoned_pages, large_allocs, large_frees, large_live;
-  uint64_t huge_allocs, huge_live, realloc_in_place, purged, purges;
+  uint64_t huge_allocs, huge_live, realloc_in_place, realloc_remapped, purged, purges;
   uint64_t pages_out, pages_back, threads_live, threads_dead, pages_taken_over;
   uint64_t pages, pages_lost, pressure_purges;
   /* the memory picture (docs/statistics.md): live, resident, returned */
@@ -83,6 +83,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->huge_allocs = h->huge_allocs;
   s->huge_live = h->huge_live_bytes;
   s->realloc_in_place = h->realloc_in_place;
+  s->realloc_remapped = h->realloc_remapped;
   s->purged = h->purged_bytes;
   s->purges = h->purges;
   s->pressure_purges = h->pressure_purges;
@@ -130,7 +131,7 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       "\"free_extents\":%lu,\"dirty_bytes\":%lu,\"cached_bytes\":%lu,"
       "\"abandoned_pages\":%lu,\"large_allocs\":%lu,\"large_frees\":%lu,"
       "\"large_live_bytes\":%lu,\"huge_allocs\":%lu,\"huge_live_bytes\":%lu,"
-      "\"realloc_in_place\":%lu,\"purged_bytes\":%lu,\"purges\":%lu,"
+      "\"realloc_in_place\":%lu,\"realloc_remapped\":%lu,\"purged_bytes\":%lu,\"purges\":%lu,"
       "\"pages_out\":%lu,\"pages_back\":%lu,\"threads_live\":%lu,\"threads_dead\":%lu,"
       "\"pages_taken_over\":%lu,\"pages\":%lu,\"pages_lost\":%lu,\"pressure_purges\":%lu,"
       "\"live_bytes\":%lu,\"small_live_bytes\":%lu,\"resident_bytes\":%lu,"
@@ -138,7 +139,7 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       "\"metadata_bytes\":%lu,\"huge_cached_bytes\":%lu,\"returned_bytes\":%lu}",
       s->slots, s->reserved, s->committed, s->free_bytes, s->free_extents, s->dirty_bytes,
       s->cached_bytes, s->abandoned_pages, s->large_allocs, s->large_frees, s->large_live,
-      s->huge_allocs, s->huge_live, s->realloc_in_place, s->purged, s->purges, s->pages_out,
+      s->huge_allocs, s->huge_live, s->realloc_in_place, s->realloc_remapped, s->purged, s->purges, s->pages_out,
       s->pages_back, s->threads_live, s->threads_dead, s->pages_taken_over, s->pages,
       s->pages_lost, s->pressure_purges, s->live, s->small_live, s->resident,
       s->resident - s->live, s->free_resident, s->page_slack, s->metadata, s->huge_cached,
@@ -213,9 +214,10 @@ void stats_print(int fd) {
          s.page_slack >> 10, s.metadata >> 10, s.returned >> 10, s.committed >> 10,
          s.threads_live);
   }
-  line(fd, "purged %lu KiB in %lu purges; %lu large blocks grown in place; "
-       "%lu full pages taken over from idle threads\n",
-       total.purged >> 10, total.purges, total.realloc_in_place, total.pages_taken_over);
+  line(fd, "purged %lu KiB in %lu purges; realloc: %lu large blocks resized in place, %lu "
+       "huge blocks moved without a copy; %lu full pages taken over from idle threads\n",
+       total.purged >> 10, total.purges, total.realloc_in_place, total.realloc_remapped,
+       total.pages_taken_over);
   uint32_t state;
   uint64_t purges, wakeups;
   local_heap_purger_stats(&state, &purges, &wakeups);

@@ -196,7 +196,7 @@ static void heap_checker_tests(void) {
   page_clear_owner(p2);
   local_heap_cache_page_locked(h, p2);
   local_heap_unlock(h);
-  local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)large), (uintptr_t)large));
+  local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)large), (uintptr_t)large), false);
   CHECK("checker accepts the heap at the end", heap_valid(h));
 }
 

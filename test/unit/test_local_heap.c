@@ -91,7 +91,7 @@ static void drop(local_heap_t *h, int i) {
   if (live[i].page_class >= 0) {
     give_back_page(live[i].e);
   } else {
-    local_heap_free_large(live[i].e);
+    local_heap_free_large(live[i].e, false);
   }
   live[i] = live[--nlive];
 }
@@ -121,14 +121,14 @@ int main(int argc, char **argv) {
         ((unsigned char *)first)[(1 << 20) - 1] == 0xAB && fe->node.start == (uintptr_t)first);
   CHECK("shrinks in place", local_heap_resize_large(fe, 2 << 20) && fe->node.ndatablocks == 512);
   CHECK("heap valid after resizes", heap_ok(h, "resizes"));
-  local_heap_free_large(fe);
+  local_heap_free_large(fe, false);
   CHECK("heap valid after the free", heap_ok(h, "first free"));
 
   /* Aligned large blocks. */
   for (size_t align = 8192; align <= ((size_t)4 << 20); align *= 2) {
     void *p = local_heap_alloc_large(h, 40000, align, true, false);
     CHECK("aligned large block", p && ((uintptr_t)p & (align - 1)) == 0);
-    if (p) local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)p), (uintptr_t)p));
+    if (p) local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)p), (uintptr_t)p), false);
   }
   CHECK("heap valid after aligned blocks", heap_ok(h, "aligned"));
 
