@@ -158,11 +158,12 @@ bool local_heap_resize_large(extent_t *e, size_t size) {
 
 /* c went into (in) or out of the huge cache: its counts follow.  Lock held. */
 static void huge_cache_count(local_heap_t *h, const extent_t *c, bool in) {
+  size_t n = region_huge_committed(c) >> MM_DATABLOCK_SHIFT;
   if (in) {
-    h->huge_cached_datablocks += c->node.ndatablocks;
+    h->huge_cached_datablocks += n;
     h->huge_cache_count++;
   } else {
-    h->huge_cached_datablocks -= c->node.ndatablocks;
+    h->huge_cached_datablocks -= n;
     h->huge_cache_count--;
   }
   atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
@@ -208,7 +209,7 @@ void huge_cache_drop(local_heap_t *h, extent_t *c) {
   mm_assert_internal(local_heap_locked(h) && c->kind == MM_EXTENT_CACHED);
   extent_list_remove(&h->huge_cache, c);
   huge_cache_count(h, c, false);
-  h->returned_bytes += c->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  h->returned_bytes += region_huge_committed(c);
   region_huge_free(c);
 }
 
@@ -219,6 +220,12 @@ size_t huge_cache_drop_all(local_heap_t *h) {
     huge_cache_drop(h, h->huge_cache.first);
   }
   return bytes;
+}
+
+/* The committed datablocks behind huge block e, which it may grow into
+ * (h->huge_room_datablocks sums them over the heap's live huge blocks). */
+static size_t huge_room_of(const extent_t *e) {
+  return (region_huge_committed(e) >> MM_DATABLOCK_SHIFT) - e->node.ndatablocks;
 }
 
 /* A huge block for h's threads.  zero: the caller needs zeroed memory (a
@@ -255,9 +262,11 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zer
   if (!e) e = region_huge_new(h->index, size, align);
   if (!e && errno == ENOMEM && pressure_relieve(NULL)) e = region_huge_new(h->index, size, align);
   if (!e) return NULL;
+  size_t room = huge_room_of(e);
   local_heap_lock(h);
   h->huge_allocs++;
   h->huge_live_bytes += e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  h->huge_room_datablocks += room;
   local_heap_unlock(h);
   return (void *)e->node.start;
 }
@@ -277,6 +286,7 @@ void local_heap_free_huge(extent_t *e) {
     os_fatal("mmalloc: free(): double free of %p\n", (void *)start);
   }
   h->huge_live_bytes -= bytes;
+  h->huge_room_datablocks -= huge_room_of(e);
   e->kind = MM_EXTENT_CACHED;
   e->freed_at = now;
   huge_cache_put(h, e);
@@ -292,7 +302,7 @@ void local_heap_free_huge(extent_t *e) {
  * with nothing changed. */
 extent_t *local_heap_resize_huge(extent_t *e, size_t size) {
   local_heap_t *h = local_heap_of_extent(e);
-  size_t before = e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  size_t before = e->node.ndatablocks << MM_DATABLOCK_SHIFT, room_before = huge_room_of(e);
   uintptr_t start = e->node.start;
   extent_t *ne = NULL;
   if (size > region_huge_room(e) && !options.secure && atomic_load_relaxed(&h->xhuge_cached)) {
@@ -314,9 +324,11 @@ extent_t *local_heap_resize_huge(extent_t *e, size_t size) {
   }
   if (!ne) ne = region_huge_resize(e, size, false);
   if (ne) {
+    size_t room = huge_room_of(ne);
     local_heap_lock(h);
     if (ne->node.start != start) h->realloc_remapped++;
     h->huge_live_bytes += (ne->node.ndatablocks << MM_DATABLOCK_SHIFT) - before;
+    h->huge_room_datablocks = h->huge_room_datablocks - room_before + room;
     local_heap_unlock(h);
   }
   return ne;

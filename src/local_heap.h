@@ -53,7 +53,9 @@ MM_HIDDEN_BEGIN
  *   CACHED huge mappings, each on no other list;
  *   bit c of xabandoned_classes == (abandoned[c] is not empty); xcached ==
  *   cache_count; xhuge_cached == huge_cache_count;
- *   huge_cached_datablocks == the datablocks of the huge cache's mappings;
+ *   huge_cached_datablocks == the committed datablocks of the huge cache's
+ *   mappings; huge_room_datablocks == the committed datablocks behind the
+ *   heap's live huge blocks (room a reused mapping kept for growth);
  *   xheld_mib == (dirty_datablocks + huge_cached_datablocks) in whole MiB:
  *   the free memory the heap holds that may be resident, which the purge
  *   thread's start watches (purger.c). */
@@ -76,6 +78,7 @@ typedef struct local_heap_s {
   _Atomic(uint64_t) xpages_taken_over;  /* stats: full pages taken from idle threads */
   size_t dirty_datablocks;
   size_t huge_cached_datablocks;
+  size_t huge_room_datablocks; /* stats, under lock */
   _Atomic(uint64_t) xheld_mib; /* written under lock, read by any thread (purger.c) */
   _Atomic(uint64_t) xpurge_at; /* 0, or (1 << 32) | deadline in ms */
   char *meta_next;             /* metadata memory: a bump allocator */

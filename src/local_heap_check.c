@@ -70,7 +70,7 @@ static bool cache_is_valid(check_t *c) {
   n = 0;
   size_t huge_datablocks = 0;
   for (extent_t *e = h->huge_cache.first; e; e = e->next) {
-    huge_datablocks += e->node.ndatablocks;
+    huge_datablocks += region_huge_committed(e) >> MM_DATABLOCK_SHIFT;
     if (e->kind != MM_EXTENT_CACHED || slot_of_extent(e)->heap != h->index ||
         !region_huge_is_valid(e, c->why, c->why_size)) {
       if (c->ok) bad(c, "huge cache holds an extent that is not a cached huge mapping of it",

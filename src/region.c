@@ -308,6 +308,13 @@ extent_t *region_huge_at(uintptr_t a) {
 
 void region_huge_free(extent_t *e) { region_slot_release(slot_of_extent(e)); }
 
+/* Bytes of huge block e's mapping that are committed from its start on
+ * (the block and any room kept behind it). */
+size_t region_huge_committed(const extent_t *e) {
+  const slot_t *slot = slot_of_extent(e);
+  return (uintptr_t)slot + slot->committed - e->node.start;
+}
+
 /* Bytes huge block e can hold without a new mapping. */
 size_t region_huge_room(const extent_t *e) {
   const slot_t *slot = slot_of_extent(e);

@@ -236,6 +236,7 @@ extent_t *region_huge_at(uintptr_t a);
 void region_huge_free(extent_t *e);
 extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail);
 size_t region_huge_room(const extent_t *e);
+size_t region_huge_committed(const extent_t *e);
 extent_t *region_huge_move_onto(extent_t *e, extent_t *c, size_t size);
 
 /* ---- region_check.c ------------------------------------------------------------- */

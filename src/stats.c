@@ -22,7 +22,7 @@ typedef struct heap_stats_s {
   uint64_t pages, pages_lost, pressure_purges;
   /* the memory picture (docs/statistics.md): live, resident, returned */
   uint64_t live, small_live, resident, free_resident, page_slack, metadata, returned;
-  uint64_t huge_cached;
+  uint64_t huge_cached, huge_room;
 } heap_stats_t;
 
 typedef struct page_walk_s {
@@ -66,6 +66,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   local_heap_foreach_page_locked(h, page_visit, &pw);
   s->small_live = pw.live;
   s->huge_cached = (uint64_t)h->huge_cached_datablocks << MM_DATABLOCK_SHIFT;
+  s->huge_room = (uint64_t)h->huge_room_datablocks << MM_DATABLOCK_SHIFT;
   s->returned = h->returned_bytes;
   s->free_bytes = (uint64_t)h->tree.total_datablocks << MM_DATABLOCK_SHIFT;
   s->free_extents = h->tree.count;
@@ -99,7 +100,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   /* resident: what may be resident of the heap's memory (an upper bound
    * but for blocks whose owners never touched them); the rest is live */
   s->live = s->small_live + s->large_live + s->huge_live;
-  s->free_resident = s->dirty_bytes + s->huge_cached;
+  s->free_resident = s->dirty_bytes + s->huge_cached + s->huge_room;
   s->page_slack = pw.touched > pw.live ? pw.touched - pw.live : 0;
   s->resident = pw.touched + s->large_live + s->huge_live + s->free_resident + s->metadata;
 }
@@ -136,14 +137,15 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       "\"pages_taken_over\":%lu,\"pages\":%lu,\"pages_lost\":%lu,\"pressure_purges\":%lu,"
       "\"live_bytes\":%lu,\"small_live_bytes\":%lu,\"resident_bytes\":%lu,"
       "\"overhead_bytes\":%lu,\"free_resident_bytes\":%lu,\"page_slack_bytes\":%lu,"
-      "\"metadata_bytes\":%lu,\"huge_cached_bytes\":%lu,\"returned_bytes\":%lu}",
+      "\"metadata_bytes\":%lu,\"huge_cached_bytes\":%lu,\"huge_room_bytes\":%lu,"
+      "\"returned_bytes\":%lu}",
       s->slots, s->reserved, s->committed, s->free_bytes, s->free_extents, s->dirty_bytes,
       s->cached_bytes, s->abandoned_pages, s->large_allocs, s->large_frees, s->large_live,
       s->huge_allocs, s->huge_live, s->realloc_in_place, s->realloc_remapped, s->purged, s->purges, s->pages_out,
       s->pages_back, s->threads_live, s->threads_dead, s->pages_taken_over, s->pages,
       s->pages_lost, s->pressure_purges, s->live, s->small_live, s->resident,
       s->resident - s->live, s->free_resident, s->page_slack, s->metadata, s->huge_cached,
-      s->returned);
+      s->huge_room, s->returned);
 }
 
 size_t stats_json(char *buf, size_t size) {

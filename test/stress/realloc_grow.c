@@ -11,7 +11,8 @@
  *   tail   a block that is not growing, given a bigger cached mapping,
  *          gives the rest of it back at once
  *   bound  a growing block takes a cached mapping only up to MM_HUGE_KEEP
- *          (64) times its size
+ *          (64) times its size, and the statistics count the room it keeps
+ *          (huge_room_bytes)
  *   peak   two vectors grown in turn to 64 MiB, one freed as the other
  *          still grows (the realloc-grow benchmark's pattern): the peak RSS
  *          stays within 8 MiB of the live peak (96 MiB), where keeping
@@ -174,7 +175,10 @@ static void part_bound(void) {
   v = grow_to(v, 3, &size, 16 * MiB);
   CHECK("bound: at 16 MiB (64 x 16 MiB >= 512 MiB) it moves onto it", v == x);
   CHECK("bound: every byte survives", intact(v, 3, size));
+  CHECK("bound: the statistics count the room kept behind it",
+        total("huge_room_bytes") == (int64_t)(512 * MiB - size));
   mm_free(v);
+  CHECK("bound: and no room once it is freed", total("huge_room_bytes") == 0);
 }
 
 static void part_peak(void) {
