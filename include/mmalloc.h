@@ -19,9 +19,13 @@
 extern "C" {
 #endif
 
-#define MMALLOC_VERSION_MAJOR 0
-#define MMALLOC_VERSION_MINOR 1
-#define MMALLOC_VERSION_PATCH 0
+/* The version of this header (CMakeLists.txt, the pkg-config file, the Rust
+ * crates and CHANGELOG.md carry the same number; a test keeps them equal),
+ * and MM_VERSION as one number, major * 10000 + minor * 100 + patch. */
+#define MM_VERSION_MAJOR 0
+#define MM_VERSION_MINOR 1
+#define MM_VERSION_PATCH 0
+#define MM_VERSION (MM_VERSION_MAJOR * 10000 + MM_VERSION_MINOR * 100 + MM_VERSION_PATCH)
 
 #if defined(__GNUC__)
 #define MM_MALLOC_ATTR __attribute__((malloc, warn_unused_result))
@@ -57,6 +61,11 @@ void mm_stats_print(void);
  * NUL-terminated when size > 0).  Returns the length the whole object needs,
  * excluding the NUL, as snprintf does. */
 size_t mm_stats_json(char *buf, size_t size);
+
+/* ---- version --------------------------------------------------------------- */
+/* MM_VERSION of the library actually linked or preloaded (which may differ
+ * from the header a program was compiled with). */
+int mm_version(void);
 
 /* ---- options -------------------------------------------------------------- */
 /* Options by name, as in the environment without the MMALLOC_ prefix and

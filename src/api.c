@@ -115,6 +115,8 @@ MM_EXPORT void mm_stats_print(void) {
   stats_print(2);
 }
 
+MM_EXPORT int mm_version(void) { return MM_VERSION; }
+
 MM_EXPORT int mm_option_set(const char *name, long value) {
   thread_heap_process_init();
   return options_set(name, value);

@@ -154,7 +154,7 @@ size_t stats_json(char *buf, size_t size) {
   out(&o,
       "{\"version\":\"%d.%d.%d\",\"options\":{\"heaps\":%ld,\"hugepages\":%ld,"
       "\"purge_delay_ms\":%ld,\"purge_thread_mib\":%ld,\"secure\":%ld},\"heaps\":[",
-      MMALLOC_VERSION_MAJOR, MMALLOC_VERSION_MINOR, MMALLOC_VERSION_PATCH, options.heaps,
+      MM_VERSION_MAJOR, MM_VERSION_MINOR, MM_VERSION_PATCH, options.heaps,
       option_live(&options.hugepages), option_live(&options.purge_delay_ms),
       option_live(&options.purge_thread_mib), options.secure);
   heap_stats_t total;

@@ -140,8 +140,8 @@ int main(int argc, char **argv) {
   if (run_child(verbose, &r)) {
     split_err(pre, mid, post, sizeof(pre));
     char want[64];
-    snprintf(want, sizeof(want), "mmalloc %d.%d.%d: heaps=%ld ", MMALLOC_VERSION_MAJOR,
-             MMALLOC_VERSION_MINOR, MMALLOC_VERSION_PATCH, def.heaps);
+    snprintf(want, sizeof(want), "mmalloc %d.%d.%d: heaps=%ld ", MM_VERSION_MAJOR,
+             MM_VERSION_MINOR, MM_VERSION_PATCH, def.heaps);
     if (strncmp(pre, want, strlen(want)) != 0)
       fprintf(stderr, "  MMALLOC_VERBOSE=1: before main \"%s\", expected it to start \"%s\"\n", pre,
               want);
@@ -156,8 +156,8 @@ int main(int argc, char **argv) {
   if (run_child(verbose3, &r)) {
     split_err(pre, mid, post, sizeof(pre));
     char want[64];
-    snprintf(want, sizeof(want), "mmalloc %d.%d.%d: heaps=3 ", MMALLOC_VERSION_MAJOR,
-             MMALLOC_VERSION_MINOR, MMALLOC_VERSION_PATCH);
+    snprintf(want, sizeof(want), "mmalloc %d.%d.%d: heaps=3 ", MM_VERSION_MAJOR,
+             MM_VERSION_MINOR, MM_VERSION_PATCH);
     CHECK("MMALLOC_VERBOSE=1 MMALLOC_HEAPS=3 prints heaps=3", strncmp(pre, want, strlen(want)) == 0);
   }
 

@@ -72,10 +72,14 @@ static void test_json(void) {
   }
   char version[32] = "";
   char want[32];
-  snprintf(want, sizeof(want), "%d.%d.%d", MMALLOC_VERSION_MAJOR, MMALLOC_VERSION_MINOR,
-           MMALLOC_VERSION_PATCH);
+  snprintf(want, sizeof(want), "%d.%d.%d", MM_VERSION_MAJOR, MM_VERSION_MINOR,
+           MM_VERSION_PATCH);
   CHECK("JSON version is the header's", json_string(json, "version", version, sizeof(version)) &&
                                             strcmp(version, want) == 0);
+  CHECK("mm_version() is the header's MM_VERSION", mm_version() == MM_VERSION &&
+                                                     MM_VERSION == MM_VERSION_MAJOR * 10000 +
+                                                                       MM_VERSION_MINOR * 100 +
+                                                                       MM_VERSION_PATCH);
   double heaps = json_num_or(json, "options.heaps", -1);
   CHECK("JSON options.heaps == mm_option_get(heaps)", heaps == (double)mm_option_get("heaps"));
   CHECK("at least one local heap", heaps >= 1);

@@ -22,6 +22,13 @@
 #                     the CMake target mmalloc::mmstream: a tiny project finds
 #                     it with find_package(mmalloc COMPONENTS mmstream), builds
 #                     a program that passes items through an mm_queue_t, runs it
+#   embed-subdir      a consumer project builds mmalloc inside its own build
+#   embed-fetch       with add_subdirectory / FetchContent (from this tree),
+#                     links mmalloc::mmalloc and mmalloc::mmalloc_static, runs
+#                     both; mmalloc builds no tests, benchmarks or streaming
+#                     module, installs nothing with the consumer, and leaves
+#                     the consumer's build type alone (kept, incremental:
+#                     WORK_DIR/CASE-build)
 #   override-off      configures and builds the libraries alone with
 #                     -DMM_OVERRIDE=OFF in WORK_DIR/override-off-build (kept, so
 #                     that a second run is incremental): libmmalloc.so exports
@@ -51,7 +58,7 @@ _ZdlPvSt11align_val_tRKSt9nothrow_t _ZdaPvSt11align_val_tRKSt9nothrow_t
 REQUIRED="$ALLOWED
 mm_malloc mm_calloc mm_realloc mm_reallocarray mm_free mm_posix_memalign
 mm_aligned_alloc mm_memalign mm_valloc mm_pvalloc mm_malloc_usable_size
-mm_collect mm_stats_print mm_stats_json mm_option_set mm_option_get
+mm_collect mm_stats_print mm_stats_json mm_option_set mm_option_get mm_version
 "
 
 fail=0
@@ -303,6 +310,63 @@ target_link_libraries(sapp PRIVATE mmalloc::mmstream)
 EOF
   build_user "$dir/sapp" "find_package(mmalloc COMPONENTS mmstream) project links mmalloc::mmstream and builds"
   run_app "sapp (mmalloc::mmstream)" "$dir/sapp/build/sapp"
+  ;;
+embed-subdir|embed-fetch)
+  # A consumer project that builds mmalloc inside its own build, with
+  # add_subdirectory or FetchContent (its declared repository is never
+  # fetched: FETCHCONTENT_SOURCE_DIR_MMALLOC points at this tree, as a user
+  # does to try a local checkout).  It links both targets, and mmalloc
+  # builds only its libraries: no tests, benchmarks or streaming module,
+  # nothing installed with the consumer, the consumer's build type left
+  # alone.  Build tree kept (incremental): WORK_DIR/CASE-build.
+  src=$(cd "$(dirname "$0")/../.." && pwd)
+  ebuild=$work/$case-build
+  write_app "$dir/app"
+  if [ "$case" = embed-subdir ]; then
+    include='add_subdirectory(${MMALLOC_DIR} mmalloc)'
+    extra="-DMMALLOC_DIR=$src"
+  else
+    include='include(FetchContent)
+FetchContent_Declare(mmalloc GIT_REPOSITORY https://example.invalid/mmalloc.git GIT_TAG main)
+FetchContent_MakeAvailable(mmalloc)'
+    extra="-DFETCHCONTENT_SOURCE_DIR_MMALLOC=$src -DFETCHCONTENT_FULLY_DISCONNECTED=ON"
+  fi
+  cat > "$dir/app/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.16)
+project(mmalloc_consumer C)
+$include
+add_executable(app main.c)
+target_link_libraries(app PRIVATE mmalloc::mmalloc)
+add_executable(app_static main.c)
+target_link_libraries(app_static PRIVATE mmalloc::mmalloc_static)
+install(TARGETS app app_static DESTINATION bin)
+EOF
+  if cmake -S "$dir/app" -B "$ebuild" $extra \
+       ${MM_TEST_CC:+-DCMAKE_C_COMPILER="$MM_TEST_CC"} \
+       ${MM_TEST_CXX:+-DCMAKE_CXX_COMPILER="$MM_TEST_CXX"} > "$dir/configure.log" 2>&1 &&
+     cmake --build "$ebuild" -j "${MM_TEST_JOBS:-2}" > "$dir/build.log" 2>&1; then
+    ok "$case: the consumer configures and builds mmalloc::mmalloc and mmalloc::mmalloc_static"
+  else
+    cat "$dir/configure.log" "$dir/build.log" 2>/dev/null | tail -40
+    bad "$case: the consumer builds"
+    exit 1
+  fi
+  run_app "$case app (mmalloc::mmalloc)" "$ebuild/app"
+  run_app "$case app_static (mmalloc::mmalloc_static)" "$ebuild/app_static"
+  built=$(find "$ebuild" -type f \( -name 'stress_*' -o -name 'unit_*' -o -name larson \
+            -o -name 'realloc-grow' -o -name 'libmmstream*' -o -name mmsw \) | head -5)
+  check "$case: no tests, benchmarks or streaming module built${built:+ (found: $built)}" \
+    "$([ -z "$built" ]; echo $?)"
+  grep -q '^CMAKE_BUILD_TYPE:STRING=$' "$ebuild/CMakeCache.txt"
+  check "$case: the consumer's empty build type is left alone" $?
+  flags=$(find "$ebuild" -path '*mmalloc_objects.dir/flags.make' | head -1)
+  grep -q -- '-O3' "${flags:-/nonexistent}"
+  check "$case: mmalloc itself is still compiled with -O3" $?
+  cmake --install "$ebuild" --prefix "$prefix" > "$dir/install.log" 2>&1
+  check "$case: the consumer installs" $?
+  theirs=$(cd "$prefix" && find . -type f ! -name app ! -name app_static | head -5)
+  check "$case: installing the consumer installs nothing of mmalloc${theirs:+ (found: $theirs)}" \
+    "$([ -z "$theirs" ]; echo $?)"
   ;;
 override-off)
   src=$(cd "$(dirname "$0")/../.." && pwd)

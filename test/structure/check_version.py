@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""check_version.py — one version number: the CMake project's, and the same
+in every other place that states it.
+
+  CMakeLists.txt        project(mmalloc VERSION X.Y.Z ...)   (the source)
+  include/mmalloc.h     MM_VERSION_MAJOR / _MINOR / _PATCH
+  CHANGELOG.md          the first "## X.Y.Z" heading
+  rust/*/Cargo.toml     version = "X.Y.Z" of each crate, and the version a
+                        crate asks of another crate of this repository
+  debian/changelog      the first entry's upstream version (X.Y.Z-N)
+
+The pkg-config file and the CMake package are generated from the project's
+version by the build and need no check.  A place that exists must agree; a
+place that does not exist yet (no rust/, no debian/) is reported as absent,
+while the first three are required.
+
+usage: check_version.py REPO_ROOT     check the tree
+       check_version.py --self-test   a planted mismatch in each place must
+                                      be caught, and an agreeing tree pass
+"""
+import glob
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def versions(root):
+    """(place, version or None) for every place that states the version."""
+    out = []
+    m = re.search(r"project\(\s*mmalloc\s+VERSION\s+(\d+\.\d+\.\d+)", read(os.path.join(root, "CMakeLists.txt")))
+    out.append(("CMakeLists.txt project()", m.group(1) if m else None))
+    h = read(os.path.join(root, "include", "mmalloc.h"))
+    parts = [re.search(r"#define MM_VERSION_%s (\d+)" % k, h) for k in ("MAJOR", "MINOR", "PATCH")]
+    out.append(("include/mmalloc.h MM_VERSION_*",
+                ".".join(p.group(1) for p in parts) if all(parts) else None))
+    m = re.search(r"^## \[?(\d+\.\d+\.\d+)", read(os.path.join(root, "CHANGELOG.md")), re.M)
+    out.append(("CHANGELOG.md first entry", m.group(1) if m else None))
+    for toml in sorted(glob.glob(os.path.join(root, "rust", "*", "Cargo.toml"))):
+        text = read(toml)
+        rel = os.path.relpath(toml, root)
+        m = re.search(r'^\[package\][^\[]*?^version\s*=\s*"([^"]+)"', text, re.M | re.S)
+        out.append((rel + " [package] version", m.group(1) if m else None))
+        for dep, ver in re.findall(r'^(mmalloc[-\w]*)\s*=\s*\{[^}]*version\s*=\s*"=?([^"]+)"', text, re.M):
+            out.append((rel + " dependency " + dep, ver))
+    deb = os.path.join(root, "debian", "changelog")
+    if os.path.exists(deb):
+        m = re.match(r"\S+ \((?:\d+:)?([^-)]+)", read(deb))
+        out.append(("debian/changelog first entry", m.group(1) if m else None))
+    return out
+
+
+def check(root):
+    vs = versions(root)
+    want = vs[0][1]
+    bad = [(place, v) for place, v in vs if v is None or v != want]
+    for place, v in vs:
+        print("%-48s %s" % (place, v if v else "(not found)"))
+    for place in ("rust/*/Cargo.toml", "debian/changelog"):
+        if not glob.glob(os.path.join(root, place)):
+            print("%-48s (absent)" % place)
+    if bad:
+        for place, v in bad:
+            print("FAIL %s states %s, CMakeLists.txt states %s" % (place, v, want))
+        return 1
+    print("ok: every place states %s" % want)
+    return 0
+
+
+def self_test():
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.normpath(os.path.join(here, "..", ".."))
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        def fresh():
+            t = os.path.join(tmp, "tree")
+            shutil.rmtree(t, ignore_errors=True)
+            os.makedirs(os.path.join(t, "include"))
+            for f in ("CMakeLists.txt", "CHANGELOG.md", os.path.join("include", "mmalloc.h")):
+                shutil.copy(os.path.join(root, f), os.path.join(t, f))
+            want = versions(t)[0][1]
+            os.makedirs(os.path.join(t, "rust", "a"))
+            with open(os.path.join(t, "rust", "a", "Cargo.toml"), "w") as f:
+                f.write('[package]\nname = "a"\nversion = "%s"\n\n[dependencies]\n'
+                        'mmalloc-sys = { path = "../b", version = "=%s" }\n' % (want, want))
+            os.makedirs(os.path.join(t, "debian"))
+            with open(os.path.join(t, "debian", "changelog"), "w") as f:
+                f.write("mmalloc (%s-1) unstable; urgency=medium\n" % want)
+            return t, want
+
+        t, want = fresh()
+        if check(t) != 0:
+            print("self-test FAIL: an agreeing tree was rejected")
+            failures += 1
+        plants = [
+            (os.path.join("include", "mmalloc.h"), "#define MM_VERSION_PATCH ", "#define MM_VERSION_PATCH 9"),
+            ("CHANGELOG.md", "## ", "## 9.9.9 (planted)\n\n## "),
+            (os.path.join("rust", "a", "Cargo.toml"), 'version = "', 'version = "9.9.9"\nx = "'),
+            (os.path.join("rust", "a", "Cargo.toml"), 'version = "=', 'version = "=9.9.9", y = "'),
+            (os.path.join("debian", "changelog"), "(", "(9.9.9-1) x ("),
+        ]
+        for path, anchor, planted in plants:
+            t, want = fresh()
+            p = os.path.join(t, path)
+            text = read(p)
+            if anchor not in text:
+                print("self-test FAIL: anchor %r not in %s" % (anchor, path))
+                failures += 1
+                continue
+            if path.endswith("mmalloc.h"):
+                text = re.sub(r"#define MM_VERSION_PATCH \d+", planted, text)
+            else:
+                text = text.replace(anchor, planted, 1)
+            with open(p, "w") as f:
+                f.write(text)
+            if check(t) == 0:
+                print("self-test FAIL: a planted mismatch in %s was not caught" % path)
+                failures += 1
+    print("self-test: %s" % ("ok" if failures == 0 else "%d failure(s)" % failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 2 and sys.argv[1] == "--self-test":
+        sys.exit(self_test())
+    if len(sys.argv) != 2:
+        print(__doc__)
+        sys.exit(2)
+    sys.exit(check(sys.argv[1]))
