@@ -2,7 +2,7 @@
 # configure preset of CMakePresets.json (cmake --list-presets): the options
 # live there, the Makefile only calls them.
 #   make            release build: build/libmmalloc.so, build/libmmalloc.a (preset release)
-#   make test       every test suite (release, MM_DEBUG=3, sanitizers, fuzzer, trust)
+#   make test       every test suite (release, MM_DEBUG=3, sanitizers, fuzzer, trust, Rust)
 #   make bench      the allocator comparison (quick default; FULL=1 for all)
 #   make install    PREFIX=/usr/local by default
 # BUILD=dir puts the release tree elsewhere (the preset's options, -B dir).
@@ -12,7 +12,7 @@ CMAKE  ?= cmake
 CTEST  ?= ctest
 BUILD  ?= build
 
-.PHONY: all deps test test-release test-debug test-asan test-tsan test-fuzz fuzz test-trust soak bench install clean
+.PHONY: all deps test test-release test-debug test-asan test-tsan test-fuzz fuzz test-trust test-rust soak bench install clean
 
 # The release tree may be moved with BUILD=, so it is built and tested by
 # directory; the other trees by their build and test presets.
@@ -25,10 +25,24 @@ deps:
 	@tools/install-deps.sh
 
 test: deps
-	$(MAKE) test-release test-debug test-asan test-tsan test-fuzz test-trust
+	$(MAKE) test-release test-debug test-asan test-tsan test-fuzz test-trust test-rust
 
 test-release: all
 	cd $(BUILD) && $(CTEST) --output-on-failure -j $(JOBS)
+
+# The Rust crates (rust/): cargo test with the default features and with
+# secure+override, then `cargo package` of both (ready to publish; never
+# published).  Without cargo: says so and passes, the C library's tests
+# being the rest of make test.
+test-rust:
+	@if ! command -v cargo >/dev/null 2>&1; then \
+	  echo "test-rust: SKIPPED: no cargo on this machine (tools/install-deps.sh installs it)"; \
+	else \
+	  cd rust && cargo test --locked && cargo test --locked --features secure,override && \
+	  if cargo package --help 2>/dev/null | grep -q -- --workspace; then \
+	    cargo package --locked --workspace --allow-dirty; \
+	  else echo "test-rust: cargo package skipped: this cargo cannot package a workspace"; fi; \
+	fi
 
 # $(call preset,X): configure and build the tree of preset X (its build
 # preset names the targets; its test preset, run after, the ctest labels).
@@ -93,4 +107,4 @@ install: all
 
 clean:
 	rm -rf $(BUILD) build-debug build-asan build-tsan build-fuzz build-fuzz-gcc build-trust \
-	  build-secure build-soak-*
+	  build-secure build-soak-* rust/target

@@ -7,6 +7,7 @@ in every other place that states it.
   CHANGELOG.md          the first "## X.Y.Z" heading
   rust/*/Cargo.toml     version = "X.Y.Z" of each crate, and the version a
                         crate asks of another crate of this repository
+  rust/*/src/lib.rs     MM_VERSION_MAJOR / _MINOR / _PATCH constants
   debian/changelog      the first entry's upstream version (X.Y.Z-N)
 
 The pkg-config file and the CMake package are generated from the project's
@@ -49,6 +50,12 @@ def versions(root):
         out.append((rel + " [package] version", m.group(1) if m else None))
         for dep, ver in re.findall(r'^(mmalloc[-\w]*)\s*=\s*\{[^}]*version\s*=\s*"=?([^"]+)"', text, re.M):
             out.append((rel + " dependency " + dep, ver))
+    for lib in sorted(glob.glob(os.path.join(root, "rust", "*", "src", "lib.rs"))):
+        text = read(lib)
+        parts = [re.search(r"pub const MM_VERSION_%s: u32 = (\d+);" % k, text) for k in ("MAJOR", "MINOR", "PATCH")]
+        if any(parts):
+            out.append((os.path.relpath(lib, root) + " MM_VERSION_*",
+                        ".".join(p.group(1) for p in parts) if all(parts) else None))
     deb = os.path.join(root, "debian", "changelog")
     if os.path.exists(deb):
         m = re.match(r"\S+ \((?:\d+:)?([^-)]+)", read(deb))
