@@ -2,7 +2,7 @@
 # configure preset of CMakePresets.json (cmake --list-presets): the options
 # live there, the Makefile only calls them.
 #   make            release build: build/libmmalloc.so, build/libmmalloc.a (preset release)
-#   make test       every test suite (release, MM_DEBUG=3, sanitizers, fuzzer, trust, Rust)
+#   make test       every test suite (release, MM_DEBUG=3, sanitizers, fuzzer, trust, Rust, Debian)
 #   make bench      the allocator comparison (quick default; FULL=1 for all)
 #   make install    PREFIX=/usr/local by default
 # BUILD=dir puts the release tree elsewhere (the preset's options, -B dir).
@@ -12,7 +12,7 @@ CMAKE  ?= cmake
 CTEST  ?= ctest
 BUILD  ?= build
 
-.PHONY: all deps test test-release test-debug test-asan test-tsan test-fuzz fuzz test-trust test-rust soak bench install clean
+.PHONY: all deps test test-release test-debug test-asan test-tsan test-fuzz fuzz test-trust test-rust test-debian soak bench install clean
 
 # The release tree may be moved with BUILD=, so it is built and tested by
 # directory; the other trees by their build and test presets.
@@ -25,7 +25,7 @@ deps:
 	@tools/install-deps.sh
 
 test: deps
-	$(MAKE) test-release test-debug test-asan test-tsan test-fuzz test-trust test-rust
+	$(MAKE) test-release test-debug test-asan test-tsan test-fuzz test-trust test-rust test-debian
 
 test-release: all
 	cd $(BUILD) && $(CTEST) --output-on-failure -j $(JOBS)
@@ -43,6 +43,12 @@ test-rust:
 	    cargo package --locked --workspace --allow-dirty; \
 	  else echo "test-rust: cargo package skipped: this cargo cannot package a workspace"; fi; \
 	fi
+
+# The Debian packages (debian/): built, checked by lintian, installed, used
+# as a user would (pkg-config, find_package, mmrun), removed, twice
+# (test/debian/run.sh; as root only, else it says it skipped).
+test-debian:
+	@test/debian/run.sh build-debian
 
 # $(call preset,X): configure and build the tree of preset X (its build
 # preset names the targets; its test preset, run after, the ctest labels).
@@ -107,4 +113,4 @@ install: all
 
 clean:
 	rm -rf $(BUILD) build-debug build-asan build-tsan build-fuzz build-fuzz-gcc build-trust \
-	  build-secure build-soak-* rust/target
+	  build-secure build-soak-* build-debian rust/target

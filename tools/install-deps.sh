@@ -10,7 +10,8 @@ strict=0
 [ "${1:-}" = "--strict" ] && strict=1
 pkgs=(build-essential cmake clang libclang-rt-14-dev llvm valgrind gdb git python3 python3-pip
       zlib1g-dev libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2
-      hyperfine bwa dwgsim samtools parasail libparasail-dev time procps pkg-config)
+      hyperfine bwa dwgsim samtools parasail libparasail-dev time procps pkg-config
+      dpkg-dev debhelper lintian man-db)
 # Rust: any cargo will do (rustup's or Debian's); Debian's when there is none.
 command -v cargo >/dev/null 2>&1 || pkgs+=(cargo)
 missing=()

@@ -8,6 +8,7 @@ in every other place that states it.
   rust/*/Cargo.toml     version = "X.Y.Z" of each crate, and the version a
                         crate asks of another crate of this repository
   rust/*/src/lib.rs     MM_VERSION_MAJOR / _MINOR / _PATCH constants
+  docs/mmrun.1          the man page's .TH line ("mmalloc X.Y.Z")
   debian/changelog      the first entry's upstream version (X.Y.Z-N)
 
 The pkg-config file and the CMake package are generated from the project's
@@ -56,6 +57,10 @@ def versions(root):
         if any(parts):
             out.append((os.path.relpath(lib, root) + " MM_VERSION_*",
                         ".".join(p.group(1) for p in parts) if all(parts) else None))
+    man = os.path.join(root, "docs", "mmrun.1")
+    if os.path.exists(man):
+        m = re.search(r'^\.TH .*"mmalloc (\d+\.\d+\.\d+)"', read(man), re.M)
+        out.append(("docs/mmrun.1 .TH", m.group(1) if m else None))
     deb = os.path.join(root, "debian", "changelog")
     if os.path.exists(deb):
         m = re.match(r"\S+ \((?:\d+:)?([^-)]+)", read(deb))
