@@ -8,9 +8,10 @@
 #    the binary packages there: dpkg-buildpackage -us -uc -b;
 # 2. lintian on them: no error and no warning that debian/*.lintian-overrides
 #    does not explain;
-# 3. installs them (dpkg -i), then, as a user would: compiles a C program
-#    with `pkg-config --cflags --libs mmalloc` and a C++ program with
-#    find_package(mmalloc) in CMake, runs both, and runs
+# 3. installs them (dpkg -i), then, as a user would: compiles a C and a C++
+#    program with `pkg-config --cflags --libs mmalloc` and with
+#    find_package(mmalloc) in CMake (the shared and the static target), runs
+#    all four, and runs
 #    `mmrun python3 -c ...`, which must have mmalloc loaded; removes and
 #    purges them and checks that nothing of them is left; all of step 3
 #    twice in a row.
@@ -108,10 +109,12 @@ int main() {
 EOF
 cat > "$work/user/CMakeLists.txt" <<'EOF'
 cmake_minimum_required(VERSION 3.16)
-project(packaged_user CXX)
+project(packaged_user C CXX)
 find_package(mmalloc 0.1 REQUIRED)
 add_executable(app_cxx main.cpp)
 target_link_libraries(app_cxx PRIVATE mmalloc::mmalloc)
+add_executable(app_c main.c)
+target_link_libraries(app_c PRIVATE mmalloc::mmalloc_static)
 EOF
 
 for round in 1 2; do
@@ -122,19 +125,25 @@ for round in 1 2; do
     bad "round $round: dpkg -i"
     break
   fi
-  if cc "$work/user/main.c" -o "$work/user/app_c" $(pkg-config --cflags --libs mmalloc) \
-       > "$work/cc$round.log" 2>&1; then
-    out=$("$work/user/app_c" 2>&1) && ok "round $round: pkg-config C program: $out" ||
-      bad "round $round: C program runs ($out)"
-  else
-    cat "$work/cc$round.log"
-    bad "round $round: cc ... \$(pkg-config --cflags --libs mmalloc)"
-  fi
+  for lang in c cpp; do
+    compiler=cc
+    [ $lang = cpp ] && compiler=c++
+    if $compiler "$work/user/main.$lang" -o "$work/user/pc_$lang" $(pkg-config --cflags --libs mmalloc) \
+         > "$work/cc$round.log" 2>&1; then
+      out=$("$work/user/pc_$lang" 2>&1) && ok "round $round: pkg-config, main.$lang: $out" ||
+        bad "round $round: pkg-config main.$lang runs ($out)"
+    else
+      cat "$work/cc$round.log"
+      bad "round $round: $compiler main.$lang \$(pkg-config --cflags --libs mmalloc)"
+    fi
+  done
   rm -rf "$work/user/build"
   if cmake -S "$work/user" -B "$work/user/build" > "$work/cmake$round.log" 2>&1 &&
      cmake --build "$work/user/build" >> "$work/cmake$round.log" 2>&1; then
-    out=$("$work/user/build/app_cxx" 2>&1) && ok "round $round: find_package C++ program: $out" ||
-      bad "round $round: C++ program runs ($out)"
+    out=$("$work/user/build/app_cxx" 2>&1) && ok "round $round: find_package, main.cpp (mmalloc::mmalloc): $out" ||
+      bad "round $round: find_package main.cpp runs ($out)"
+    out=$("$work/user/build/app_c" 2>&1) && ok "round $round: find_package, main.c (mmalloc::mmalloc_static): $out" ||
+      bad "round $round: find_package main.c runs ($out)"
   else
     tail -20 "$work/cmake$round.log"
     bad "round $round: find_package(mmalloc) project builds"
