@@ -90,6 +90,14 @@
 /* Blocks carved from a fresh page per refill: about one OS page's worth, so
  * a page's memory is touched only as it is used. */
 #define MM_EXTEND_BYTES 4096
+/* A thread's first page of a class that is cut from a recycled (resident)
+ * page block keeps this much of it resident, and at least one block; the
+ * rest goes back to the OS.  A thread that uses a class lightly would
+ * otherwise hold up to 512 KiB of someone else's old memory for a few
+ * blocks (98 threads of the pipeline workload held 9-17 MB that way).  Its
+ * later pages of the class keep all: the class is in demand there, and the
+ * page will fill. */
+#define MM_PAGE_FIRST_KEEP ((size_t)16 << 10)
 /* Remote frees are batched per destination heap: a batch is handed over
  * with one CAS when it reaches this many blocks (or on the slow path). */
 #define MM_REMOTE_BATCH 32

@@ -71,16 +71,32 @@ static extent_t *cache_borrow(local_heap_t *h, size_t n, page_claim_fn *claim, v
   return NULL;
 }
 
-extent_t *local_heap_take_page_block(local_heap_t *h, size_t ndatablocks, page_claim_fn *claim,
-                                     void *arg) {
+/* Give back all but the first keep_bytes of a page block just handed out
+ * (its new owner has not carved past them).  Counted by h, the heap that
+ * handed it out (a borrowed block lies in another heap's slot, whose lock
+ * is not taken here).  h's lock held. */
+static void page_block_trim(local_heap_t *h, extent_t *e, size_t keep_bytes) {
+  mm_assert_internal(local_heap_locked(h));
+  size_t bytes = e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  if (!keep_bytes || keep_bytes >= bytes || (e->flags & MM_EXTENT_GUARD)) return;
+  if (!os_purge((void *)(e->node.start + keep_bytes), bytes - keep_bytes)) return;
+  h->purged_bytes += bytes - keep_bytes;
+  h->returned_bytes += bytes - keep_bytes;
+}
+
+extent_t *local_heap_take_page_block(local_heap_t *h, size_t ndatablocks, size_t keep_bytes,
+                                     page_claim_fn *claim, void *arg) {
   size_t n = guarded_datablocks(ndatablocks);
   local_heap_lock(h);
   local_heap_check(h);
   extent_t *e = cache_take(h, n, claim, arg);
   if (!e) e = cache_borrow(h, n, claim, arg);
-  if (!e) {
+  if (e) {
+    page_block_trim(h, e, keep_bytes); /* a cached block: it was a page, and resident */
+  } else {
     e = extent_alloc(h, n, 1, false);
     if (e) {
+      if (!(e->flags & MM_EXTENT_ZERO)) page_block_trim(h, e, keep_bytes);
       e->kind = MM_EXTENT_PAGE;
       region_map_all(e);
       if (!extent_guard(e)) {

@@ -97,6 +97,7 @@ void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local) {
   th->local = local;
   th->tid = mm_thread_id();
   th->slow_calls = 0;
+  th->classes_paged = 0;
   th->last_beat_ms = os_now_ms();
   atomic_store_relaxed(&th->xactive_ms, th->last_beat_ms);
 }
@@ -203,8 +204,17 @@ extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
       page_set_full(page, th->tid, true);
     }
   }
+  /* th's first page of class c keeps only its head resident (config.h) */
+  size_t keep = 0;
+  if (!(th->classes_paged >> c & 1)) {
+    size_t block = ((size_t)mm_size_classes[c].size + MM_DATABLOCK_SIZE - 1) & ~(size_t)(MM_DATABLOCK_SIZE - 1);
+    keep = block > MM_PAGE_FIRST_KEEP ? block : MM_PAGE_FIRST_KEEP;
+  }
   claim_t claim = {th, c};
-  return local_heap_take_page_block(h, mm_size_classes[c].ndatablocks, claim_page, &claim);
+  extent_t *page = local_heap_take_page_block(h, mm_size_classes[c].ndatablocks, keep, claim_page,
+                                              &claim);
+  if (page) th->classes_paged |= (uint64_t)1 << c;
+  return page;
 }
 
 /* A page without a block in use (off every list of its owner) goes home

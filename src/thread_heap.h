@@ -122,6 +122,7 @@ typedef struct thread_heap_s {
   uint32_t state;                      /* thread_heap_state_t (registry's lock) */
   uint32_t slow_calls;
   uint32_t last_beat_ms;
+  uint64_t classes_paged; /* bit c: this heap has taken a page block for class c */
   /* Under valgrind only: small blocks freed by this thread, oldest first,
    * kept from reuse so that memcheck still sees a late use after free */
   block_t *quarantine_first, *quarantine_last;
