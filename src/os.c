@@ -53,6 +53,18 @@ MM_EXPORT long mm_test_fault_count(int kind) {
   return atomic_load_relaxed(&xfault_count[kind]);
 }
 
+/* A test's look at a move the moment it is done: old is the range the
+ * pages left (it must still be mapped: test/trust/remap_hole.c). */
+static void (*_Atomic xremap_hook)(void *old, size_t size);
+MM_EXPORT void mm_test_remap_hook_set(void (*hook)(void *old, size_t size)) {
+  atomic_store_relaxed(&xremap_hook, hook);
+}
+
+static void remap_hook(void *old, size_t size) {
+  void (*hook)(void *, size_t) = atomic_load_relaxed(&xremap_hook);
+  if (hook) hook(old, size);
+}
+
 static bool os_fault(int kind) {
   atomic_fetch_add_relaxed(&xfault_count[kind], 1);
   long c = atomic_load_relaxed(&xfault_countdown[kind]);
@@ -74,6 +86,10 @@ static bool os_fault(int kind) {
 static inline bool os_fault(int kind) {
   (void)kind;
   return false;
+}
+static inline void remap_hook(void *old, size_t size) {
+  (void)old;
+  (void)size;
 }
 #endif
 
@@ -187,15 +203,25 @@ bool os_guard(void *p, size_t size, bool on) {
   return mprotect(p, size, on ? PROT_NONE : PROT_READ | PROT_WRITE) == 0;
 }
 
-/* Move the pages of [old, old + size) to `to` (an existing reservation of at
- * least size bytes), without copying.  False on failure (nothing moved). */
-bool os_remap_to(void *old, size_t old_size, void *to, size_t new_size) {
+/* Move the pages of [old, old + size) onto [to, to + size) (a range of
+ * ours: whatever was there goes), without copying.  [old, old + size) stays
+ * mapped, empty (MREMAP_DONTUNMAP): a plain mremap would leave a hole that
+ * another thread's mmap could take at once, and the caller, unmapping or
+ * moving back into its old range after, would then tear out that thread's
+ * memory.  False on failure (nothing moved), also on kernels before 5.7,
+ * which do not know the flag: the caller then copies. */
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+bool os_remap_to(void *old, size_t size, void *to) {
   if (os_fault(MM_FAULT_RESERVE)) return false;
-  return os_remap_back(old, old_size, to, new_size);
+  if (!os_remap_back(old, size, to)) return false;
+  remap_hook(old, size);
+  return true;
 }
 
-bool os_remap_back(void *old, size_t old_size, void *to, size_t new_size) {
-  void *q = mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+bool os_remap_back(void *old, size_t size, void *to) {
+  void *q = mremap(old, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to);
   return q == to;
 }
 

@@ -34,9 +34,9 @@ bool os_commit(void *p, size_t size);
 bool os_purge(void *p, size_t size);
 void os_hugepages(void *p, size_t size, bool on, bool whole);
 bool os_guard(void *p, size_t size, bool on);
-bool os_remap_to(void *old, size_t old_size, void *to, size_t new_size);
+bool os_remap_to(void *old, size_t size, void *to);
 /* The same without fault injection: undoing a move that went half way. */
-bool os_remap_back(void *old, size_t old_size, void *to, size_t new_size);
+bool os_remap_back(void *old, size_t size, void *to);
 uint32_t os_now_ms(void);
 int os_current_cpu(void);
 int os_cpu_count(void);

@@ -339,10 +339,12 @@ extent_t *region_huge_move_onto(extent_t *e, extent_t *c, size_t size) {
     if (!os_commit((char *)cs + cs->committed, off + size - cs->committed)) return NULL;
     cs->committed = off + size;
   }
-  if (!os_remap_to((void *)e->node.start, old_size, (void *)c->node.start, old_size)) return NULL;
+  if (!os_remap_to((void *)e->node.start, old_size, (void *)c->node.start)) return NULL;
   c->node.ndatablocks = size >> MM_DATABLOCK_SHIFT;
-  slot_table_set((uintptr_t)slot, slot->size, 0, 0);
-  os_release(slot, slot->size);
+  /* e's old range is still all ours (the move left it mapped): its table
+   * entries go first, then the range, so that no other mapping can be there
+   * when its entries are cleared */
+  region_slot_release(slot);
   if (option_live(&options.hugepages) != 0) os_hugepages((void *)c->node.start, size, true, true);
   return c;
 }
@@ -371,9 +373,11 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
     if (size < old_size && !keep_tail) {
       os_purge((void *)(e->node.start + size), old_size - size);
       if (new_msize < old_msize) {
-        os_release((void *)(base + new_msize), old_msize - new_msize);
+        /* table first: once the tail is unmapped another thread may map a
+         * block of its own there and set its entries */
         slot_table_set(base, old_msize, 0, 0);
         huge_table_set(base, new_msize, off);
+        os_release((void *)(base + new_msize), old_msize - new_msize);
         slot->size = new_msize;
         if (slot->committed > new_msize) slot->committed = new_msize;
       }
@@ -403,8 +407,9 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
     e->node.ndatablocks = size >> MM_DATABLOCK_SHIFT;
     return e;
   }
-  /* Move: a new reservation, then mremap the data onto it, grown to the new
-   * size, and the header; the rest of the old mapping is unmapped.  Data and
+  /* Move: a new reservation, then mremap the data and the header onto it
+   * (the grown part of the data is committed there), and the old mapping,
+   * which the moves left mapped and empty, is unmapped whole.  Data and
    * header move apart: one mremap must stay within one kernel mapping, and
    * the huge-page advice on the data (or an alignment gap) makes them two.
    * (The block keeps only the slot alignment: realloc promises no more.) */
@@ -418,21 +423,22 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
     errno = ENOMEM;
     return NULL;
   }
-  if (!os_remap_to((void *)e->node.start, old_size, (char *)to + off, size)) {
+  if (!os_commit((char *)to + off + old_size, size - old_size) ||
+      !os_remap_to((void *)e->node.start, old_size, (char *)to + off)) {
     os_release(to, new_msize);
     errno = ENOMEM;
     return NULL;
   }
-  if (!os_remap_to(slot, MM_SLOT_META_SIZE, to, MM_SLOT_META_SIZE)) {
-    /* put the data back where it was (the range is free: it just left) */
-    if (!os_remap_back((char *)to + off, size, (void *)e->node.start, old_size))
+  if (!os_remap_to(slot, MM_SLOT_META_SIZE, to)) {
+    /* put the data back where it was (still ours: the move left it mapped) */
+    if (!os_remap_back((char *)to + off, old_size, (void *)e->node.start))
       os_fatal("mmalloc: realloc(): could not move a huge block back (errno %d)\n", errno);
     os_release(to, new_msize);
     errno = ENOMEM;
     return NULL;
   }
-  /* Header and data left the old range; what is left of it (an alignment
-   * gap, a tail kept by a shrink, the reserved rest) goes now. */
+  /* The old range, all of it still mapped by us: its table entries first,
+   * then the range (region_slot_release's order). */
   slot_table_set(base, old_msize, 0, 0);
   os_release((void *)base, old_msize);
   slot_t *ns = to;
