@@ -912,6 +912,13 @@ static void lane_case(int k, int how, size_t miss_size) {
   a->nheld = 0;
   b->n = k;
   b->ordered = b->calm = 1;
+  /* A is held "active" from here on, so that every hand-over of this phase
+   * (the full batches during B's frees, the partial one at B's flush) is a
+   * plain one: were A idle for MM_IDLE_MS (a slow machine, a sanitizer, a
+   * loaded CI run) a take-over pass would put the blocks back on lane 0 as
+   * one chain (checked in the take-over phase).  It once failed so, at
+   * k = 32, in a TSan run under load. */
+  atomic_store(&ah->xactive_ms, os_now_ms() + 3600 * 1000);
   run(b, f_free);
   b->ordered = b->calm = 0;
 
@@ -955,10 +962,7 @@ static void lane_case(int k, int how, size_t miss_size) {
   CHECK("lanes: blocks of full batches on their own lanes", right);
   CHECK("lanes: remote_inbox_waiting iff a full batch went", remote_inbox_waiting(ah) == (q > 0));
 
-  /* B flushes its partial batch.  A is held "active" meanwhile, so that the
-   * flush is a plain hand-over: a take-over pass would put the blocks back
-   * on lane 0 as one chain (checked in the take-over phase). */
-  atomic_store(&ah->xactive_ms, os_now_ms() + 3600 * 1000);
+  /* B flushes its partial batch (A still held active: a plain hand-over). */
   run(b, f_collect);
   lane_census(ah, order, k, 0, count, &right);
   unsigned total = 0;
