@@ -222,6 +222,12 @@ size_t huge_cache_drop_all(local_heap_t *h) {
   return bytes;
 }
 
+/* The most room a cached mapping may have to be reused by a growing block
+ * of size bytes (MM_HUGE_KEEP times it). */
+static size_t huge_keep_limit(size_t size) {
+  return size <= SIZE_MAX / MM_HUGE_KEEP ? size * MM_HUGE_KEEP : SIZE_MAX;
+}
+
 /* The committed datablocks behind huge block e, which it may grow into
  * (h->huge_room_datablocks sums them over the heap's live huge blocks). */
 static size_t huge_room_of(const extent_t *e) {
@@ -239,9 +245,8 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zer
   if (align < MM_DATABLOCK_SIZE) align = MM_DATABLOCK_SIZE;
   extent_t *e = NULL;
   if (atomic_load_relaxed(&h->xhuge_cached)) {
-    size_t max_room = growing && size <= SIZE_MAX / MM_HUGE_KEEP ? size * MM_HUGE_KEEP : SIZE_MAX;
     local_heap_lock(h);
-    e = huge_cache_take(h, size, align, 0, max_room);
+    e = huge_cache_take(h, size, align, 0, growing ? huge_keep_limit(size) : SIZE_MAX);
     local_heap_unlock(h);
     if (e) {
       extent_t *r = region_huge_resize(e, size, growing);
@@ -307,9 +312,8 @@ extent_t *local_heap_resize_huge(extent_t *e, size_t size) {
   extent_t *ne = NULL;
   if (size > region_huge_room(e) && !options.secure && atomic_load_relaxed(&h->xhuge_cached)) {
     uintptr_t off = e->node.start - (uintptr_t)slot_of_extent(e);
-    size_t max_room = size <= SIZE_MAX / MM_HUGE_KEEP ? size * MM_HUGE_KEEP : SIZE_MAX;
     local_heap_lock(h);
-    extent_t *c = huge_cache_take(h, size, MM_DATABLOCK_SIZE, off, max_room);
+    extent_t *c = huge_cache_take(h, size, MM_DATABLOCK_SIZE, off, huge_keep_limit(size));
     local_heap_unlock(h);
     if (c) {
       ne = region_huge_move_onto(e, c, size);
