@@ -27,6 +27,8 @@ import shutil
 import sys
 import tempfile
 
+import structure_common
+
 
 def read(path):
     with open(path, encoding="utf-8") as f:
@@ -69,20 +71,19 @@ def versions(root):
 
 
 def check(root):
+    """Every place that disagrees with CMakeLists.txt, or states nothing."""
     vs = versions(root)
     want = vs[0][1]
-    bad = [(place, v) for place, v in vs if v is None or v != want]
-    for place, v in vs:
-        print("%-48s %s" % (place, v if v else "(not found)"))
-    for place in ("rust/*/Cargo.toml", "debian/changelog"):
-        if not glob.glob(os.path.join(root, place)):
-            print("%-48s (absent)" % place)
-    if bad:
-        for place, v in bad:
-            print("FAIL %s states %s, CMakeLists.txt states %s" % (place, v, want))
-        return 1
-    print("ok: every place states %s" % want)
-    return 0
+    return ["%s states %s, CMakeLists.txt states %s" % (place, v or "nothing", want)
+            for place, v in vs if v is None or v != want]
+
+
+def clean(root):
+    vs = versions(root)
+    absent = [p for p in ("rust/*/Cargo.toml", "debian/changelog")
+              if not glob.glob(os.path.join(root, p))]
+    return "%d places state %s%s" % (len(vs), vs[0][1],
+                                      " (absent: %s)" % ", ".join(absent) if absent else "")
 
 
 def self_test():
@@ -104,44 +105,35 @@ def self_test():
             os.makedirs(os.path.join(t, "debian"))
             with open(os.path.join(t, "debian", "changelog"), "w") as f:
                 f.write("mmalloc (%s-1) unstable; urgency=medium\n" % want)
-            return t, want
+            return t
 
-        t, want = fresh()
-        if check(t) != 0:
-            print("self-test FAIL: an agreeing tree was rejected")
-            failures += 1
+        failures += not structure_common.case_ok("agreeing tree", check(fresh()), None)
         plants = [
-            (os.path.join("include", "mmalloc.h"), "#define MM_VERSION_PATCH ", "#define MM_VERSION_PATCH 9"),
-            ("CHANGELOG.md", "## ", "## 9.9.9 (planted)\n\n## "),
-            (os.path.join("rust", "a", "Cargo.toml"), 'version = "', 'version = "9.9.9"\nx = "'),
-            (os.path.join("rust", "a", "Cargo.toml"), 'version = "=', 'version = "=9.9.9", y = "'),
-            (os.path.join("debian", "changelog"), "(", "(9.9.9-1) x ("),
+            (os.path.join("include", "mmalloc.h"), "include/mmalloc.h"),
+            ("CHANGELOG.md", "CHANGELOG.md"),
+            (os.path.join("rust", "a", "Cargo.toml"), "[package] version"),
+            (os.path.join("rust", "a", "Cargo.toml"), "dependency mmalloc-sys"),
+            (os.path.join("debian", "changelog"), "debian/changelog"),
         ]
-        for path, anchor, planted in plants:
-            t, want = fresh()
+        for path, want in plants:
+            t = fresh()
             p = os.path.join(t, path)
             text = read(p)
-            if anchor not in text:
-                print("self-test FAIL: anchor %r not in %s" % (anchor, path))
-                failures += 1
-                continue
             if path.endswith("mmalloc.h"):
-                text = re.sub(r"#define MM_VERSION_PATCH \d+", planted, text)
+                text = re.sub(r"#define MM_VERSION_PATCH \d+", "#define MM_VERSION_PATCH 9", text)
+            elif path == "CHANGELOG.md":
+                text = text.replace("## ", "## 9.9.9 (planted)\n\n## ", 1)
+            elif want == "dependency mmalloc-sys":
+                text = text.replace('version = "=', 'version = "=9.9.', 1)
+            elif path.endswith("Cargo.toml"):
+                text = text.replace('version = "', 'version = "9.9.9"\nx = "', 1)
             else:
-                text = text.replace(anchor, planted, 1)
+                text = text.replace("(", "(9.9.9-1) x (", 1)
             with open(p, "w") as f:
                 f.write(text)
-            if check(t) == 0:
-                print("self-test FAIL: a planted mismatch in %s was not caught" % path)
-                failures += 1
-    print("self-test: %s" % ("ok" if failures == 0 else "%d failure(s)" % failures))
-    return 1 if failures else 0
+            failures += not structure_common.case_ok("mismatch in " + want, check(t), want)
+    return failures
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 2 and sys.argv[1] == "--self-test":
-        sys.exit(self_test())
-    if len(sys.argv) != 2:
-        print(__doc__)
-        sys.exit(2)
-    sys.exit(check(sys.argv[1]))
+    sys.exit(structure_common.main("check_version", __doc__, check, self_test, clean))
