@@ -296,8 +296,11 @@ static extent_t *heap_grow(local_heap_t *h) {
  * may unmap the very extent (or slot) being carved, so the caller relieves
  * and searches again. */
 static bool extent_commit(slot_t *slot, uintptr_t start, size_t n) {
-  return slot->holes ? os_commit((void *)start, n << MM_DATABLOCK_SHIFT)
-                     : region_commit_to(slot, start + (n << MM_DATABLOCK_SHIFT));
+  if (slot->holes) return os_commit((void *)start, n << MM_DATABLOCK_SHIFT);
+  uintptr_t before = slot->committed;
+  if (!region_commit_to(slot, start + (n << MM_DATABLOCK_SHIFT))) return false;
+  if (slot->committed != before) purger_grew(slot->committed - before);
+  return true;
 }
 
 /* An extent of n datablocks aligned to align_datablocks, carved from h's
@@ -396,6 +399,10 @@ bool extent_grow_commit(slot_t *slot, extent_t *r, uintptr_t end, size_t more) {
     }
     return true;
   }
-  return slot->holes ? os_commit(p, bytes) : region_commit_to(slot, end + bytes);
+  if (slot->holes) return os_commit(p, bytes);
+  uintptr_t before = slot->committed;
+  if (!region_commit_to(slot, end + bytes)) return false;
+  if (slot->committed != before) purger_grew(slot->committed - before);
+  return true;
 }
 

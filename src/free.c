@@ -103,7 +103,6 @@ MM_SLOW_PATH void thread_heap_free_slow(void *p, const char *call) {
 #endif
     if (slot_of_extent(e)->huge) local_heap_free_huge(e);
     else local_heap_free_large(e, false);
-    local_heap_purger_poke();
     return;
   }
   block_t *b = p;
@@ -127,5 +126,4 @@ MM_SLOW_PATH void thread_heap_free_slow(void *p, const char *call) {
   if (++th->slow_calls % MM_HEARTBEAT_CALLS == 0) thread_heap_beat(th);
   thread_heap_check_all(th);
   thread_heap_unlock(th);
-  local_heap_purger_poke();
 }

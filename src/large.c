@@ -264,6 +264,7 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zer
       e = r;
     }
   }
+  bool fresh = !e;
   if (!e) e = region_huge_new(h->index, size, align);
   if (!e && errno == ENOMEM && pressure_relieve(NULL)) e = region_huge_new(h->index, size, align);
   if (!e) return NULL;
@@ -273,6 +274,7 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zer
   h->huge_live_bytes += e->node.ndatablocks << MM_DATABLOCK_SHIFT;
   h->huge_room_datablocks += room;
   local_heap_unlock(h);
+  if (fresh) purger_grew(e->node.ndatablocks << MM_DATABLOCK_SHIFT);
   return (void *)e->node.start;
 }
 
@@ -334,6 +336,8 @@ extent_t *local_heap_resize_huge(extent_t *e, size_t size) {
     h->huge_live_bytes += (ne->node.ndatablocks << MM_DATABLOCK_SHIFT) - before;
     h->huge_room_datablocks = h->huge_room_datablocks - room_before + room;
     local_heap_unlock(h);
+    size_t after = ne->node.ndatablocks << MM_DATABLOCK_SHIFT;
+    if (after > before) purger_grew(after - before);
   }
   return ne;
 }

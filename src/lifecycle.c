@@ -158,7 +158,6 @@ static void thread_heap_exit_cb(void *arg) {
   thread_heap_mark_dead(th);
   mm_thread_heap = &mm_heap_empty;
   MM_CHECK(3, "census", thread_heap_census_is_valid(MM_WHY)); /* no page lost */
-  local_heap_purger_poke();
 }
 
 /* ---- mm_collect ---------------------------------------------------------------------- */

@@ -147,12 +147,14 @@ MM_INLINE void local_heap_count_taken_over(local_heap_t *h, uint64_t pages) {
 }
 
 /* ---- purger.c: the purge thread ----------------------------------------------------
- * Wanted once the free memory the heaps hold reaches purge_thread_mib;
- * started by the next allocator call that holds no lock. */
+ * Wanted once the heaps have taken, or hold free, purge_thread_mib;
+ * started by the next allocating call that holds no lock (never from a
+ * free: glibc frees under a lock that pthread_create takes, purger.c). */
 enum { MM_PURGER_OFF = 0, MM_PURGER_WANTED = 1, MM_PURGER_RUNNING = 2, MM_PURGER_FAILED = 3 };
 extern _Atomic(uint32_t) mm_xpurger_state;
 void purger_start(void);
-/* Call where no lock of ours is held (pthread_create may call malloc). */
+/* Call only from an allocating call, where no lock of ours is held
+ * (pthread_create may call malloc). */
 MM_INLINE void local_heap_purger_poke(void) {
   if (unlikely(atomic_load_relaxed(&mm_xpurger_state) == MM_PURGER_WANTED)) purger_start();
 }

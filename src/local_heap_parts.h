@@ -54,6 +54,10 @@ void decay_gave_back(local_heap_t *h, extent_t *e);
 void decay_schedule(local_heap_t *h, uint32_t freed_at);
 
 /* ---- purger.c ------------------------------------------------------------------- */
+/* The heaps took `bytes` more from the OS (slot memory committed, a huge
+ * block mapped or grown): the purger is wanted once they total
+ * purge_thread_mib.  Any thread, any locks. */
+void purger_grew(size_t bytes);
 /* h's held memory crossed a MiB boundary (held_changed). */
 void purger_held_moved(local_heap_t *h, size_t mib);
 /* After any change of h->dirty_datablocks or h->huge_cached_datablocks:

@@ -10,16 +10,23 @@
  * heaps' own (xpurge_at, one purge delay after the memory went idle), so
  * memory that is reused within the delay is never purged and faulted back.
  *
- * It exists only in a process that has had a lot of free memory at once.
- * Each heap keeps the free memory it holds that may be resident (dirty
- * extents, cached page blocks, cached huge mappings) in whole MiB
- * (xheld_mib, kept by held_changed in decay.c and large.c: a shift and a
- * compare, no shared write); when a heap's figure grows by a MiB, the sum
- * over all heaps is compared with options.purge_thread_mib, and the first
- * time it reaches it the purger is wanted.  The next allocator call on a
- * path that frees memory, or on malloc's general slow path, holding no
- * lock, starts it (local_heap_purger_poke: pthread_create may call
- * malloc).  A small program never has a second thread.  The thread blocks
+ * It exists only in a process that has grown big: the purger is wanted the
+ * first time the heaps have taken purge_thread_mib from the OS (slot memory
+ * committed plus huge blocks mapped, counted by purger_grew, monotone), or
+ * hold that much free memory that may be resident (dirty extents, cached
+ * page blocks, cached huge mappings: each heap keeps it in whole MiB in
+ * xheld_mib, kept by held_changed in decay.c and large.c, a shift and a
+ * compare, no shared write; when a heap's figure grows by a MiB the sum
+ * over all heaps is compared with the threshold).  The next call of
+ * malloc's general slow path, holding no lock, starts it
+ * (local_heap_purger_poke: pthread_create may call malloc).  Only an
+ * allocating call does: glibc calls free() while it holds its thread-stack
+ * cache lock (freeing the TLS of a cached stack when pthread_join trims
+ * the cache), and pthread_create takes that lock, so a free that started
+ * the thread would deadlock.  Wanting it at growth rather than when free
+ * memory piles up is what lets it run in time for a process that frees a
+ * burst and then makes no call at all.  A small program never has a
+ * second thread.  The thread blocks
  * every signal, never allocates, takes only local heap locks (one at a
  * time, blocking: it holds nothing else), and sleeps until the earliest
  * deadline, or, with nothing scheduled, until decay_schedule wakes it.
@@ -35,8 +42,9 @@
  * and purges everything at once when the usage nears the limit.
  *
  * Fork: the child has no purger and starts with it off; it is wanted
- * again once a heap of the child grows by a MiB and the total is over the
- * threshold (a child that execs right away never starts one).  States only
+ * again once the child itself takes purge_thread_mib from the OS, or a
+ * heap of the child grows its held memory by a MiB and the total is over
+ * the threshold (a child that execs right away never starts one).  States only
  * go OFF -> WANTED -> RUNNING, or WANTED -> FAILED when the OS refuses the
  * thread (purges then ride on allocator calls, as without it).
  */
@@ -48,15 +56,23 @@ static _Atomic(uint32_t) xasleep;  /* 1 while it waits with no deadline */
 static _Atomic(uint64_t) xpurges;  /* heap purges the thread ran */
 static _Atomic(uint64_t) xwakeups; /* times it woke up */
 
-/* OFF -> WANTED once the heaps together hold purge_thread_mib. */
+static _Atomic(uint64_t) xgrown; /* bytes the heaps have taken from the OS (purger_grew) */
+
+/* OFF -> WANTED once the heaps have taken, or together hold, purge_thread_mib. */
 static void purger_consider(void) {
   if (atomic_load_relaxed(&mm_xpurger_state) != MM_PURGER_OFF) return;
   long want = option_live(&options.purge_thread_mib);
   if (want <= 0) return;
-  uint64_t total = 0;
+  uint64_t total = atomic_load_relaxed(&xgrown) >> 20;
   for (uint32_t i = 0; i < mm_nheaps; i++) total += atomic_load_relaxed(&mm_heaps[i].xheld_mib);
   uint32_t off = MM_PURGER_OFF;
   if (total >= (uint64_t)want) atomic_cas_strong_acq_rel(&mm_xpurger_state, &off, MM_PURGER_WANTED);
+}
+
+void purger_grew(size_t bytes) {
+  if (atomic_load_relaxed(&mm_xpurger_state) != MM_PURGER_OFF) return;
+  atomic_fetch_add_relaxed(&xgrown, bytes);
+  purger_consider();
 }
 
 void purger_held_moved(local_heap_t *h, size_t mib) {
@@ -120,6 +136,7 @@ void purger_wake(void) {
 
 void purger_fork_child(void) {
   atomic_store_relaxed(&xasleep, 0);
+  atomic_store_relaxed(&xgrown, 0); /* the child's own growth counts */
   /* Off, whatever it was: a child that goes on to exec should not pay for
    * a thread; one that frees another MiB is considered again. */
   atomic_store_relaxed(&mm_xpurger_state, MM_PURGER_OFF);

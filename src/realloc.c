@@ -79,7 +79,6 @@ void *thread_heap_realloc(void *p, size_t size) {
   } else if (size > MM_SMALL_MAX && size < MM_HUGE_MIN) {
     if (size <= old && size > old / 2) {
       local_heap_resize_large(e, size); /* give the tail datablocks back */
-      local_heap_purger_poke();
       return p;
     }
     if (size > old && size < MM_GROW_MAP_MIN && local_heap_resize_large(e, size)) return p;

@@ -285,7 +285,6 @@ static MM_NOINLINE void free_remote_after(thread_heap_t *th, remote_batch_t *rb)
     thread_heap_lock(th);
     thread_heap_beat(th);
     thread_heap_unlock(th);
-    local_heap_purger_poke();
   }
 }
 

@@ -284,7 +284,6 @@ MM_SLOW_PATH void thread_heap_page_empty_slow(thread_heap_t *th, extent_t *page)
   thread_heap_lock(th);
   thread_heap_page_empty(th, page);
   thread_heap_unlock(th);
-  local_heap_purger_poke();
 }
 
 /* ---- census -------------------------------------------------------------------------

@@ -5,7 +5,7 @@
  * never gets a second thread.  Not a benchmark: it reports how long the
  * fall took.
  *
- * usage: rss_return local|remote|collect|idle|small|nothread|threadfails [MiB]
+ * usage: rss_return local|remote|collect|idle|freeonly|small|nothread|threadfails [MiB]
  *   local    a worker allocates the burst, frees it, and blocks for good;
  *            the main thread goes on allocating a little every millisecond
  *   remote   the main thread allocates the burst, a worker frees all of it
@@ -15,13 +15,23 @@
  *   idle     the main thread allocates and frees the burst, then makes no
  *            allocator call at all (RSS is read with open and read): the
  *            purge thread must give it back, and it must be running
+ *   freeonly purge_thread_mib is 0 while the burst is allocated, then 32,
+ *            and the burst is freed: the held memory makes the thread
+ *            wanted, but no free may start it (glibc frees thread-stack
+ *            TLS while holding a lock pthread_create takes: a thread
+ *            started there deadlocks, which the first version did in
+ *            pthread_join); threads are created and joined past glibc's
+ *            stack cache, so glibc frees under that lock; then one malloc
+ *            starts it, and the burst goes back with no call after that
  *   small    the program churns 4 MiB for a while: no purge thread starts,
  *            the process keeps one thread
  *   nothread purge_thread_mib set to 0, then as idle: no thread starts, and
  *            nothing comes back while no call is made (then a call or two
  *            and it does, as in local)
  *   threadfails  (MM_FAULT_INJECTION builds) the OS refuses the purge
- *            thread: the program's errno is kept, the state says "failed",
+ *            thread (tried by a malloc during the burst, once the heaps
+ *            have taken 32 MiB): the program's errno is kept, the state
+ *            says "failed",
  *            the process keeps one thread, and the burst comes back on
  *            allocator calls as without the thread
  *
@@ -54,6 +64,8 @@ static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static int phase; /* 1: burst freed, 2: objects ready to be freed by the worker */
 
 static int threads(void) { return threads_named(""); }
+
+static void *idle_thread(void *arg) { return arg; }
 
 /* No allocator call until RSS is below limit or the deadline passes. */
 static double idle_until_rss_below(size_t limit, double deadline) {
@@ -180,6 +192,25 @@ int main(int argc, char **argv) {
     took = idle_until_rss_below(limit, deadline);
     CHECK("the purge thread runs", strcmp(purger_state(), "running") == 0);
     CHECK("the process has two threads: its own and the purge thread", threads() == 2);
+  } else if (strcmp(mode, "freeonly") == 0) {
+    CHECK("purge_thread_mib can be set to 0", mm_option_set("purge_thread_mib", 0) == 0);
+    burst_alloc();
+    peak = rss_bytes();
+    CHECK("and back to 32", mm_option_set("purge_thread_mib", 32) == 0);
+    burst_free();
+    CHECK("the frees made the thread wanted", strcmp(purger_state(), "wanted") == 0);
+    CHECK("no free started it", threads() == 1);
+    /* 8 MiB stacks: past glibc's 40 MiB stack cache, pthread_join frees the
+     * oldest cached stacks' TLS vectors, calling free() under its lock */
+    for (int i = 0; i < 12; i++) {
+      pthread_t j;
+      CHECK("a thread starts", pthread_create(&j, NULL, idle_thread, NULL) == 0);
+      pthread_join(j, NULL);
+    }
+    void *p = mm_malloc(1 << 20); /* an allocating call on the slow path */
+    mm_free(p);
+    CHECK("a malloc started it", strcmp(purger_state(), "running") == 0 && threads() == 2);
+    took = idle_until_rss_below(limit, deadline);
   } else if (strcmp(mode, "nothread") == 0) {
     CHECK("purge_thread_mib can be set to 0", mm_option_set("purge_thread_mib", 0) == 0);
     burst_alloc();
@@ -196,14 +227,12 @@ int main(int argc, char **argv) {
   } else if (strcmp(mode, "threadfails") == 0) {
     REQUIRE("a MM_FAULT_INJECTION build", mm_test_fault_set != NULL);
     mm_test_fault_set(FAULT_THREAD, 1, 1); /* every thread start from now fails */
-    burst_alloc();
+    errno = 1234;
+    burst_alloc(); /* past 32 MiB taken from the OS, a malloc tries to start it */
+    CHECK("a refused thread leaves errno alone", errno == 1234);
+    CHECK("the state says the thread could not start", strcmp(purger_state(), "failed") == 0);
     peak = rss_bytes();
     burst_free();
-    errno = 1234;
-    void *p = mm_malloc(16); /* the first call after the threshold tries to start it */
-    CHECK("a refused thread leaves errno alone", errno == 1234);
-    mm_free(p);
-    CHECK("the state says the thread could not start", strcmp(purger_state(), "failed") == 0);
     CHECK("no thread started", threads() == 1);
     took = light_until_rss_below(limit, deadline);
     CHECK("it is not tried again", strcmp(purger_state(), "failed") == 0 && threads() == 1);
@@ -222,7 +251,7 @@ int main(int argc, char **argv) {
     CHECK("the purge thread is off", strcmp(purger_state(), "off") == 0);
     return check_summary("rss_return");
   } else {
-    fprintf(stderr, "usage: rss_return local|remote|collect|idle|small|nothread|threadfails [MiB]\n");
+    fprintf(stderr, "usage: rss_return local|remote|collect|idle|freeonly|small|nothread|threadfails [MiB]\n");
     return 2;
   }
   size_t end = rss_bytes();
