@@ -9,10 +9,12 @@
  * heap purges at most once per delay, everything that is due then, and
  * whatever is not due yet waits for the next one.  Any thread's heartbeat
  * purges whatever heap is due (local_heap_purge_due), so memory comes back
- * even if the threads that freed it went idle; once a process has held
- * purge_thread_mib of free memory, the purge thread (purger.c) also purges
+ * even if the threads that freed it went idle; once a process has taken
+ * (or held free) purge_thread_mib, the purge thread (purger.c) also purges
  * every heap when it is due, calls or none; mm_collect purges all now.
- * Cached page blocks and cached huge mappings follow the same delay.
+ * Cached page blocks and cached huge mappings follow the same delay.  The
+ * dirty counts are upper bounds; what of that memory is resident now the
+ * statistics ask the kernel (local_heap_free_resident_locked).
  *
  * Invariants (local_heap.h; local_heap_check.c checks them):
  *   dirty_datablocks == the sum of `dirty` over FREE and cached page blocks;
@@ -69,6 +71,25 @@ void decay_set_dirty(local_heap_t *h, extent_t *e, size_t dirty) {
 void decay_gave_back(local_heap_t *h, extent_t *e) {
   h->returned_bytes += (uint64_t)e->dirty << MM_DATABLOCK_SHIFT;
   decay_set_dirty(h, e, 0);
+}
+
+/* ---- what of it is resident --------------------------------------------------------- */
+
+static bool resident_visit(itree_node_t *node, void *arg) {
+  extent_t *e = extent_of_node(node);
+  if (e->dirty && !(e->flags & MM_EXTENT_UNMAPPED))
+    *(uint64_t *)arg +=
+        os_resident_bytes((void *)e->node.start, e->node.ndatablocks << MM_DATABLOCK_SHIFT);
+  return true;
+}
+
+uint64_t local_heap_free_resident_locked(local_heap_t *h) {
+  mm_assert_internal(local_heap_locked(h));
+  uint64_t bytes = 0;
+  for (extent_t *c = h->cache.first; c; c = c->next)
+    bytes += os_resident_bytes((void *)c->node.start, c->node.ndatablocks << MM_DATABLOCK_SHIFT);
+  interval_tree_foreach(&h->tree, resident_visit, &bytes);
+  return bytes;
 }
 
 /* ---- purging -------------------------------------------------------------------- */

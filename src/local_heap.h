@@ -182,6 +182,10 @@ uint32_t local_heap_purge_due(uint32_t now, bool wait, uint64_t *purged);
 /* Every heap purges all it holds now (the cgroup's memory is near its limit). */
 void local_heap_purge_pressure(void);
 void local_heap_collect_all(void);
+/* The bytes of h's free extents and cached page blocks that are resident now,
+ * as the kernel counts them (mincore: a system call per extent that may be
+ * resident; for statistics).  Lock held. */
+uint64_t local_heap_free_resident_locked(local_heap_t *h);
 
 /* ---- local_heap_check.c ------------------------------------------------------------ */
 

@@ -169,6 +169,20 @@ bool os_purge(void *p, size_t size) {
   return madvise(p, size, MADV_DONTNEED) == 0;
 }
 
+size_t os_resident_bytes(const void *p, size_t size) {
+  unsigned char vec[4096]; /* one byte per OS page */
+  long ps = sysconf(_SC_PAGESIZE);
+  size_t page = ps > 0 ? (size_t)ps : MM_DATABLOCK_SIZE;
+  const size_t chunk = sizeof(vec) * page;
+  size_t resident = 0;
+  for (size_t off = 0; off < size; off += chunk) {
+    size_t n = size - off < chunk ? size - off : chunk;
+    if (mincore((char *)p + off, n, vec) != 0) continue;
+    for (size_t i = 0; i < (n + page - 1) / page; i++) resident += (vec[i] & 1) * page;
+  }
+  return resident < size ? resident : size;
+}
+
 /* Ask for (or against) transparent huge pages on a committed range.
  * Advice only: failure (an old kernel, THP off) changes nothing.  whole:
  * the range is a mapping's data of its own (a huge block), advised as it

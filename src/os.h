@@ -32,6 +32,10 @@ bool os_reserve_at(void *p, size_t size);
 void os_release(void *p, size_t size);
 bool os_commit(void *p, size_t size);
 bool os_purge(void *p, size_t size);
+/* How many bytes of [p, p + size) (page aligned) are resident now
+ * (mincore; 0 where the kernel cannot tell).  For statistics: a system call
+ * per 16 MiB. */
+size_t os_resident_bytes(const void *p, size_t size);
 void os_hugepages(void *p, size_t size, bool on, bool whole);
 bool os_guard(void *p, size_t size, bool on);
 bool os_remap_to(void *old, size_t size, void *to);

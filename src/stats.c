@@ -76,6 +76,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   if (s->dirty_bytes > s->committed) s->dirty_bytes = s->committed;
   for (extent_t *c = h->cache.first; c; c = c->next)
     s->cached_bytes += c->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  uint64_t free_resident = local_heap_free_resident_locked(h);
   for (unsigned c = 0; c < MM_CLASSES; c++)
     for (extent_t *p = h->abandoned[c].first; p; p = p->next) s->abandoned_pages++;
   s->large_allocs = h->large_allocs;
@@ -100,7 +101,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   /* resident: what may be resident of the heap's memory (an upper bound
    * but for blocks whose owners never touched them); the rest is live */
   s->live = s->small_live + s->large_live + s->huge_live;
-  s->free_resident = s->dirty_bytes + s->huge_cached + s->huge_room;
+  s->free_resident = free_resident + s->huge_cached + s->huge_room;
   s->page_slack = pw.touched > pw.live ? pw.touched - pw.live : 0;
   s->resident = pw.touched + s->large_live + s->huge_live + s->free_resident + s->metadata;
 }

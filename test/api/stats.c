@@ -124,6 +124,12 @@ static void test_json_length_contract(void) {
   char *full = mm_malloc(room);
   char *buf = mm_malloc(room);
   REQUIRE("buffers", full && buf);
+  /* Nothing may change between the calls: no purge (the purge thread runs
+   * them in the background) and no free memory whose residency the kernel
+   * could change (free_resident_bytes is its count). */
+  long delay = mm_option_get("purge_delay_ms");
+  mm_option_set("purge_delay_ms", 1L << 30);
+  mm_collect();
   size_t n = mm_stats_json(NULL, 0);
   CHECK("mm_stats_json(NULL, 0) returns the length needed", n > 2);
   REQUIRE("the buffers have room", n + 64 <= room);
@@ -156,6 +162,7 @@ static void test_json_length_contract(void) {
         bad == 0);
   mm_free(full);
   mm_free(buf);
+  mm_option_set("purge_delay_ms", delay);
 }
 
 static void child_stats_print(void *arg) {
@@ -265,15 +272,19 @@ static void check_stats_invariants(const char *when) {
     else snprintf(prefix, sizeof(prefix), "heaps.%ld", i);
 #define FIELD(f) (snprintf(path, sizeof(path), "%s." #f, prefix), json_num_or(json, path, -1))
     double reserved = FIELD(reserved), committed = FIELD(committed), free_b = FIELD(free_bytes),
-           dirty = FIELD(dirty_bytes);
+           dirty = FIELD(dirty_bytes), free_res = FIELD(free_resident_bytes),
+           huge = FIELD(huge_cached_bytes) + FIELD(huge_room_bytes);
 #undef FIELD
+    /* the kernel's count of the free memory never exceeds its bound */
     bool ok = reserved >= 0 && committed >= 0 && free_b >= 0 && dirty >= 0 && committed <= reserved &&
-              free_b <= reserved && dirty <= free_b && dirty <= committed;
+              free_b <= reserved && dirty <= free_b && dirty <= committed && free_res >= 0 &&
+              free_res <= dirty + huge;
     if (!ok && bad++ < 4)
       fprintf(stderr, "  %s: %s reserved %.0f committed %.0f free %.0f dirty %.0f\n", when, prefix,
               reserved, committed, free_b, dirty);
   }
-  CHECK("statistics consistent: dirty <= free, dirty <= committed <= reserved", bad == 0);
+  CHECK("statistics consistent: free resident <= dirty <= free, dirty <= committed <= reserved",
+        bad == 0);
   mm_free(json);
 }
 
@@ -292,6 +303,20 @@ static void test_stats_consistent(void) {
   check_stats_invariants("64 x 1 MiB freed");
   mm_collect();
   check_stats_invariants("after mm_collect");
+  /* Blocks freed without ever being touched: the bound counts them, the
+   * kernel does not, and free_resident_bytes is the kernel's count. */
+  for (int i = 0; i < N / 4; i++) p[i] = mm_malloc(MiB);
+  for (int i = 0; i < N / 4; i++) mm_free(p[i]);
+  char *json = stats_json();
+  double dirty = json_num_or(json, "total.dirty_bytes", -1);
+  double free_res = json_num_or(json, "total.free_resident_bytes", -1);
+  mm_free(json);
+  if (!(dirty >= 16.0 * MiB && free_res < dirty / 2))
+    fprintf(stderr, "  untouched 16 MiB freed: dirty %.0f, free resident %.0f\n", dirty, free_res);
+  CHECK("free_resident_bytes leaves out freed memory that was never touched",
+        dirty >= 16.0 * MiB && free_res < dirty / 2);
+  check_stats_invariants("16 untouched MiB freed");
+  mm_collect();
   mm_option_set("purge_delay_ms", delay);
 }
 
