@@ -98,10 +98,24 @@ void thread_heap_process_init(void) {
   }
 }
 
+/* Thread heaps set up so far (the first is the main thread's, usually). */
+static _Atomic(uint64_t) xthread_inits;
+
 /* Bind the calling thread to the local heap of its CPU (threads on
- * neighbouring CPUs share one when there are fewer heaps than CPUs). */
+ * neighbouring CPUs share one when there are fewer heaps than CPUs).
+ *
+ * A thread that is not the process's first gives the CPU up once before it
+ * takes any page.  Threads are often started by a thread that is about to
+ * exit (a generation of workers handing over to the next, Larson's
+ * server model): if the new one runs first, it carves a fresh page for
+ * every size class it allocates while the exiting thread's pages, which
+ * it would otherwise adopt, are not yet abandoned.  On the 2-core VM,
+ * Larson at 32 threads peaked at 19.2 MiB without the yield and 15.4 MiB
+ * with it (medians of 15; glibc 16.4); where a CPU is idle the yield
+ * returns at once. */
 MM_NOINLINE thread_heap_t *thread_heap_init_current(void) {
   thread_heap_process_init();
+  if (atomic_fetch_add_relaxed(&xthread_inits, 1) != 0) os_yield();
   unsigned cpu = (unsigned)os_current_cpu() % (unsigned)cpu_count;
   unsigned idx = (unsigned)((uint64_t)cpu * mm_nheaps / (unsigned)cpu_count);
   local_heap_t *lh = &mm_heaps[idx % mm_nheaps];

@@ -263,6 +263,8 @@ uint32_t os_now_ms(void) {
   return (uint32_t)ms;
 }
 
+void os_yield(void) { sched_yield(); }
+
 int os_current_cpu(void) {
   int c = sched_getcpu();
   return c < 0 ? 0 : c;

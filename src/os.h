@@ -43,6 +43,8 @@ bool os_remap_to(void *old, size_t size, void *to);
 bool os_remap_back(void *old, size_t size, void *to);
 uint32_t os_now_ms(void);
 int os_current_cpu(void);
+/* Give the CPU to another runnable thread, if there is one. */
+void os_yield(void);
 int os_cpu_count(void);
 uint64_t os_random(void);
 
