@@ -17,7 +17,8 @@
  * Invariants: the tree holds every FREE extent of the heap's slots,
  * coalesced (no two free extents touch); a FREE extent's first and last
  * datablock are mapped to it (coalescing finds neighbours in O(1)); an
- * extent marked UNMAPPED is FREE and lies in a slot with holes.
+ * extent marked UNMAPPED is FREE and lies in a slot with holes, and so does
+ * a LOST one (its address space was taken by another mapping).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -344,10 +345,15 @@ extent_t *extent_alloc(local_heap_t *h, size_t n, size_t align_datablocks, bool 
       void *s = (void *)(f->node.start + (off << MM_DATABLOCK_SHIFT));
       size_t bytes = n << MM_DATABLOCK_SHIFT;
       if (!os_reserve_at(s, bytes)) {
-        if (errno == EEXIST) { /* another mapping took the hole: lose it */
+        if (errno == EEXIST) {
+          /* Another mapping took the hole: lose it, but keep its descriptor
+           * (LOST), so that the slot stays tiled and its map names no
+           * descriptor that could be reused for another extent (freeing a
+           * neighbour would merge with that one). */
           interval_tree_remove(&h->tree, &f->node);
           decay_set_dirty(h, f, 0);
-          region_extent_delete(slot, f);
+          f->kind = MM_EXTENT_LOST;
+          f->flags = 0;
           attempt--;
           continue;
         }

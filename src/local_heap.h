@@ -49,7 +49,7 @@ MM_HIDDEN_BEGIN
  *   nothing and clears it);
  *   every extent of the heap's slots is on exactly one of: the tree (FREE),
  *   cache (CACHED), abandoned[its class] (a PAGE without owner), a thread
- *   heap's lists (a PAGE with an owner), or none (LARGE); huge_cache holds
+ *   heap's lists (a PAGE with an owner), or none (LARGE, LOST); huge_cache holds
  *   CACHED huge mappings, each on no other list;
  *   bit c of xabandoned_classes == (abandoned[c] is not empty); xcached ==
  *   cache_count; xhuge_cached == huge_cache_count;

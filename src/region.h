@@ -29,6 +29,10 @@ typedef enum extent_kind_e {
   MM_EXTENT_LARGE,      /* one user block */
   MM_EXTENT_CACHED,     /* a free page block in the page cache, or a freed
                            huge mapping in the huge cache (local heap) */
+  MM_EXTENT_LOST,       /* in a slot with holes: a free extent whose address
+                           space, given back under pressure, another mapping
+                           took before we could map it again; never used
+                           again, on no list, it keeps the slot tiled */
 } extent_kind_t;
 
 /* The descriptor of an extent: three cache lines, in the slot's management

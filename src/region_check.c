@@ -84,8 +84,10 @@ static bool extent_is_valid(slot_t *slot, const extent_t *e, uintptr_t a, uintpt
                             char *why, size_t why_size) {
   if (!e || e->node.start != a)
     return fail(why, why_size, slot, "no extent starts where the previous one ends", a);
-  if (e->kind == MM_EXTENT_UNUSED || e->kind > MM_EXTENT_CACHED)
+  if (e->kind == MM_EXTENT_UNUSED || e->kind > MM_EXTENT_LOST)
     return fail(why, why_size, slot, "extent of no known kind", a);
+  if (e->kind == MM_EXTENT_LOST && !slot->holes)
+    return fail(why, why_size, slot, "lost extent in a slot without holes", a);
   uintptr_t end = extent_end(e);
   if (e->node.ndatablocks == 0 || end > data_end)
     return fail(why, why_size, slot, "extent runs past the data area", a);

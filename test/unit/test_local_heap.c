@@ -6,6 +6,7 @@
  *
  * usage: unit_local_heap [SEED] [OPS] */
 #include <stdint.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,53 @@ static void drop(local_heap_t *h, int i) {
     local_heap_free_large(live[i].e, false);
   }
   live[i] = live[--nlive];
+}
+
+/* Under address-space pressure a free extent gives its address space back in
+ * place (UNMAPPED, its slot gets holes); if another mapping takes that range
+ * before the heap maps it again, the extent is lost: it must stay a LOST
+ * extent that tiles the slot, is never handed out, and never merges with a
+ * neighbour that is freed next to it.  (Found by the fuzz corpus: the old
+ * code deleted its descriptor, leaving a gap in the tiling and map entries
+ * naming a descriptor that could be reused.) */
+static void test_lost_hole(local_heap_t *h) {
+  void *p = local_heap_alloc_large(h, 1 << 20, 0, false, false);
+  REQUIRE("a block before the hole", p != NULL);
+  slot_t *slot = slot_of_address((uintptr_t)p);
+  extent_t *pe = region_extent_at(slot, (uintptr_t)p);
+  local_heap_lock(h);
+  local_heap_purge(h, true); /* nothing dirty: the hole can be unmapped as it is */
+  extent_t *f = region_extent_at(slot, extent_end(pe));
+  bool free_behind = f && f->kind == MM_EXTENT_FREE && f->dirty == 0 && f->node.ndatablocks >= 64;
+  uintptr_t s = free_behind ? f->node.start : 0;
+  size_t bytes = free_behind ? f->node.ndatablocks << MM_DATABLOCK_SHIFT : 0;
+  if (free_behind) { /* what the pressure relief does to it */
+    os_release((void *)s, bytes);
+    f->flags = MM_EXTENT_ZERO | MM_EXTENT_UNMAPPED;
+    slot->holes = 1;
+  }
+  local_heap_unlock(h);
+  REQUIRE("a clean free extent behind the block", free_behind);
+  /* another mapping takes the start of the hole */
+  void *q = mmap((void *)s, 64 << 10, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  REQUIRE("a foreign mapping in the hole", q == (void *)s);
+  memset(q, 0x77, 64 << 10);
+  void *r = local_heap_alloc_large(h, 1 << 20, 0, false, false);
+  CHECK("the allocation goes elsewhere", r != NULL && ((uintptr_t)r >= s + bytes ||
+                                                      (uintptr_t)r + (1 << 20) <= s));
+  CHECK("the hole is kept as a LOST extent", region_extent_at(slot, s) == f &&
+                                                 f->kind == MM_EXTENT_LOST);
+  CHECK("heap valid with a lost hole", heap_ok(h, "a lost hole"));
+  local_heap_free_large(pe, false); /* the hole's left neighbour */
+  CHECK("the lost extent merged with nothing", f->kind == MM_EXTENT_LOST && f->node.start == s &&
+                                                   (f->node.ndatablocks << MM_DATABLOCK_SHIFT) == bytes);
+  CHECK("heap valid after freeing the hole's neighbour", heap_ok(h, "a lost hole's neighbour freed"));
+  if (r) local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)r), (uintptr_t)r), false);
+  CHECK("heap valid after the last free", heap_ok(h, "the last free"));
+  unsigned char *b = q;
+  CHECK("the foreign mapping untouched", b[0] == 0x77 && b[(64 << 10) - 1] == 0x77);
+  munmap(q, 64 << 10);
 }
 
 int main(int argc, char **argv) {
@@ -211,5 +259,6 @@ int main(int argc, char **argv) {
         h->tree.count == h->nslots && h->tree.total_datablocks == h->nslots * region_slot_data_datablocks());
   CHECK("nothing dirty after a forced purge", h->dirty_datablocks == 0);
   CHECK("page cache drained by the forced purge", h->cache_count == 0);
+  test_lost_hole(h);
   return check_summary("unit_local_heap");
 }

@@ -461,6 +461,15 @@ static void test_extent_map(slot_t *slot, extent_t *f) {
   CHECK("UNMAPPED on a FREE extent of a slot with holes is accepted", ok);
   t.f->flags &= (uint8_t)~MM_EXTENT_UNMAPPED;
   slot->holes = 0;
+  NEGATIVE("LOST extent in a slot without holes", slot_valid(slot), { t.f->kind = MM_EXTENT_LOST; },
+           { t.f->kind = MM_EXTENT_FREE; }, "lost extent in a slot without holes");
+  t.f->kind = MM_EXTENT_LOST;
+  slot->holes = 1;
+  ok = slot_valid(slot);
+  if (!ok) fprintf(stderr, "  lost extent: %s\n", why);
+  CHECK("a LOST extent in a slot with holes is accepted", ok);
+  t.f->kind = MM_EXTENT_FREE;
+  slot->holes = 0;
   NEGATIVE("extent of no known kind", slot_valid(slot), { t.c->kind = 7; },
            { t.c->kind = MM_EXTENT_CACHED; }, "extent of no known kind");
   NEGATIVE("zero prefix written", slot_valid(slot), { slot->zero[3] = 1; }, { slot->zero[3] = 0; },
