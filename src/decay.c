@@ -88,7 +88,7 @@ uint64_t local_heap_free_resident_locked(local_heap_t *h) {
   uint64_t bytes = 0;
   for (extent_t *c = h->cache.first; c; c = c->next)
     bytes += os_resident_bytes((void *)c->node.start, c->node.ndatablocks << MM_DATABLOCK_SHIFT);
-  interval_tree_foreach(&h->tree, resident_visit, &bytes);
+  for (int t = 0; t < MM_TREES; t++) interval_tree_foreach(&h->trees[t], resident_visit, &bytes);
   return bytes;
 }
 
@@ -143,7 +143,7 @@ void local_heap_purge(local_heap_t *h, bool force) {
     else w.dirty_left = true;
     c = prev;
   }
-  interval_tree_foreach(&h->tree, purge_visit, &w);
+  for (int t = 0; t < MM_TREES; t++) interval_tree_foreach(&h->trees[t], purge_visit, &w);
   h->purges++;
   atomic_store_relaxed(&h->xpurge_at,
                        w.dirty_left ? ((uint64_t)1 << 32) | (w.now + w.delay) : 0);

@@ -14,7 +14,7 @@
  * the paper does, spreads them over the slot and touches fresh datablocks
  * instead of reusing freed ones: RSS grew by 70% on the thread-churn test.)
  *
- * Invariants: the tree holds every FREE extent of the heap's slots,
+ * Invariants: the trees hold every FREE extent of the heap's slots,
  * coalesced (no two free extents touch); a FREE extent's first and last
  * datablock are mapped to it (coalescing finds neighbours in O(1)); an
  * extent marked UNMAPPED is FREE and lies in a slot with holes, and so does
@@ -69,7 +69,7 @@ extent_t *extent_insert_free(local_heap_t *h, extent_t *e) {
   }
   e->kind = MM_EXTENT_FREE;
   if (!left && !right) {
-    interval_tree_insert(&h->tree, &e->node);
+    interval_tree_insert(tree_of(h, e), &e->node);
     region_map_ends(e);
     return e;
   }
@@ -108,13 +108,13 @@ extent_t *extent_insert_free(local_heap_t *h, extent_t *e) {
   if (left) {
     keep = left;
     if (right) {
-      interval_tree_remove(&h->tree, &right->node);
+      interval_tree_remove(tree_of(h, right), &right->node);
       region_extent_delete(slot, right);
     }
-    interval_tree_resize(&h->tree, &left->node, left->node.start, total);
+    interval_tree_resize(tree_of(h, left), &left->node, left->node.start, total);
   } else {
     keep = right;
-    interval_tree_resize(&h->tree, &right->node, start, total);
+    interval_tree_resize(tree_of(h, right), &right->node, start, total);
   }
   region_extent_delete(slot, e);
   keep->flags = unmapped ? MM_EXTENT_ZERO | MM_EXTENT_UNMAPPED : zero;
@@ -149,14 +149,14 @@ static extent_t *extent_carve(local_heap_t *h, extent_t *f, size_t off, size_t n
   size_t dirty = f->dirty;
   uintptr_t s = f->node.start + (off << MM_DATABLOCK_SHIFT);
   if (!before && !after) {
-    interval_tree_remove(&h->tree, &f->node);
+    interval_tree_remove(tree_of(h, f), &f->node);
     decay_set_dirty(h, f, 0);
   } else if (!before) {
-    interval_tree_resize(&h->tree, &f->node, s + (n << MM_DATABLOCK_SHIFT), after);
+    interval_tree_resize(tree_of(h, f), &f->node, s + (n << MM_DATABLOCK_SHIFT), after);
     decay_set_dirty(h, f, dirty < after ? dirty : after);
     region_map_ends(f);
   } else {
-    interval_tree_resize(&h->tree, &f->node, f->node.start, before);
+    interval_tree_resize(tree_of(h, f), &f->node, f->node.start, before);
     decay_set_dirty(h, f, dirty < before ? dirty : before);
     region_map_ends(f);
     if (g) {
@@ -167,7 +167,7 @@ static extent_t *extent_carve(local_heap_t *h, extent_t *f, size_t off, size_t n
       g->node.start = s + (n << MM_DATABLOCK_SHIFT);
       g->node.ndatablocks = after;
       decay_set_dirty(h, g, dirty < after ? dirty : after);
-      interval_tree_insert(&h->tree, &g->node);
+      interval_tree_insert(tree_of(h, g), &g->node);
       region_map_ends(g);
     }
   }
@@ -190,19 +190,21 @@ static bool slot_is_empty(slot_t *slot, extent_t **free_out) {
   return false;
 }
 
-/* Unmap every slot of h that holds nothing, but `keep` of them.  Lock held. */
+/* Unmap every slot of h that holds nothing, but `keep` of each kind
+ * (medium or not).  Lock held. */
 size_t slots_release_empty(local_heap_t *h, uint32_t keep) {
   mm_assert_internal(local_heap_locked(h));
   size_t released = 0;
+  uint32_t kept[MM_TREES] = {0, 0};
   slot_t **link = &h->slots;
   while (*link) {
     slot_t *slot = *link;
     extent_t *f;
     if (slot_is_empty(slot, &f)) {
-      if (keep) {
-        keep--;
+      if (kept[slot->medium] < keep) {
+        kept[slot->medium]++;
       } else {
-        interval_tree_remove(&h->tree, &f->node);
+        interval_tree_remove(tree_of(h, f), &f->node);
         decay_set_dirty(h, f, 0);
         *link = slot->next;
         h->nslots--;
@@ -248,7 +250,7 @@ static size_t give_back_address_space(local_heap_t *h) {
   unmap_walk_t w = {h, slots * MM_SLOT_SIZE};
   /* the page cache first: its blocks go to the tree (and out with it) */
   while (h->cache.last) page_cache_evict(h, h->cache.last);
-  interval_tree_foreach(&h->tree, unmap_visit, &w);
+  for (int t = 0; t < MM_TREES; t++) interval_tree_foreach(&h->trees[t], unmap_visit, &w);
   return w.bytes;
 }
 
@@ -275,19 +277,20 @@ size_t pressure_relieve(local_heap_t *self) {
   return bytes;
 }
 
-/* A new slot for h, its data area inserted in the tree.  When the OS
- * refuses, relieve the pressure and try once more. */
-static extent_t *heap_grow(local_heap_t *h) {
+/* A new slot for h's tree t, its data area inserted in that tree.  When the
+ * OS refuses, relieve the pressure and try once more. */
+static extent_t *heap_grow(local_heap_t *h, int t) {
   extent_t *f;
   slot_t *slot = region_slot_new(h->index, &f);
   if (!slot) {
     if (pressure_relieve(h)) slot = region_slot_new(h->index, &f);
     if (!slot) return NULL;
   }
+  slot->medium = t == MM_TREE_MEDIUM;
   slot->next = h->slots;
   h->slots = slot;
   h->nslots++;
-  interval_tree_insert(&h->tree, &f->node);
+  interval_tree_insert(&h->trees[t], &f->node);
   return f;
 }
 
@@ -307,7 +310,7 @@ static bool extent_commit(slot_t *slot, uintptr_t start, size_t n) {
 /* An extent of n datablocks aligned to align_datablocks, carved from h's
  * free space and committed.  room: place it with room behind to grow into.  Lock held.
  * NULL with errno ENOMEM when there is no address space or commit charge. */
-extent_t *extent_alloc(local_heap_t *h, size_t n, size_t align_datablocks, bool room) {
+extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks, bool room) {
   mm_assert_internal(local_heap_locked(h));
   size_t need = n + align_datablocks - 1;
   if (need > region_slot_data_datablocks()) {
@@ -318,13 +321,13 @@ extent_t *extent_alloc(local_heap_t *h, size_t n, size_t align_datablocks, bool 
   for (int attempt = 0; attempt < 2; attempt++) {
     itree_node_t *node = NULL;
     if (room && align_datablocks == 1) {
-      node = interval_tree_largest(&h->tree);
+      node = interval_tree_largest(&h->trees[t]);
       if (node && node->ndatablocks < 4 * n) node = NULL;
     }
     bool middle = node != NULL;
-    if (!node) node = interval_tree_first_fit(&h->tree, need);
+    if (!node) node = interval_tree_first_fit(&h->trees[t], need);
     if (!node) {
-      extent_t *f = heap_grow(h);
+      extent_t *f = heap_grow(h, t);
       if (!f) {
         errno = ENOMEM;
         return NULL;
@@ -350,7 +353,7 @@ extent_t *extent_alloc(local_heap_t *h, size_t n, size_t align_datablocks, bool 
            * (LOST), so that the slot stays tiled and its map names no
            * descriptor that could be reused for another extent (freeing a
            * neighbour would merge with that one). */
-          interval_tree_remove(&h->tree, &f->node);
+          interval_tree_remove(tree_of(h, f), &f->node);
           decay_set_dirty(h, f, 0);
           f->kind = MM_EXTENT_LOST;
           f->flags = 0;
@@ -382,7 +385,7 @@ extent_t *extent_alloc(local_heap_t *h, size_t n, size_t align_datablocks, bool 
     if (f->flags & MM_EXTENT_UNMAPPED)
       os_release((void *)(f->node.start + (off << MM_DATABLOCK_SHIFT)), n << MM_DATABLOCK_SHIFT);
     /* This slot is out of descriptors: take a fresh slot and retry there. */
-    if (!heap_grow(h)) break;
+    if (!heap_grow(h, t)) break;
   }
   errno = ENOMEM;
   return NULL;

@@ -34,7 +34,8 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
   size_t align_datablocks = align > MM_DATABLOCK_SIZE ? align >> MM_DATABLOCK_SHIFT : 1;
   local_heap_lock(h);
   local_heap_check(h);
-  extent_t *e = extent_alloc(h, n, align_datablocks, room);
+  int tree = n <= MM_MEDIUM_DATABLOCKS ? MM_TREE_MEDIUM : MM_TREE_MAIN;
+  extent_t *e = extent_alloc(h, tree, n, align_datablocks, room);
   if (e) {
     e->kind = MM_EXTENT_LARGE;
     region_map_ends(e);
@@ -131,12 +132,12 @@ bool local_heap_resize_large(extent_t *e, size_t size) {
     if (r && r->kind == MM_EXTENT_FREE && r->node.ndatablocks >= more &&
         extent_grow_commit(slot, r, end, more)) {
       if (r->node.ndatablocks == more) {
-        interval_tree_remove(&h->tree, &r->node);
+        interval_tree_remove(tree_of(h, r), &r->node);
         decay_set_dirty(h, r, 0);
         region_extent_delete(slot, r);
       } else {
         size_t left_over = r->node.ndatablocks - more;
-        interval_tree_resize(&h->tree, &r->node, end + (more << MM_DATABLOCK_SHIFT), left_over);
+        interval_tree_resize(tree_of(h, r), &r->node, end + (more << MM_DATABLOCK_SHIFT), left_over);
         if (r->dirty > left_over) decay_set_dirty(h, r, left_over);
         region_map_ends(r);
       }

@@ -24,7 +24,7 @@ void local_heap_init_all(uint32_t n) {
     local_heap_t *h = &mm_heaps[i];
     mutex_init(&h->lock, "local heap", MM_RANK_LOCAL_HEAP, i);
     h->index = i;
-    interval_tree_init(&h->tree);
+    for (int t = 0; t < MM_TREES; t++) interval_tree_init(&h->trees[t]);
   }
   mm_nheaps = n;
 }

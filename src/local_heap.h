@@ -4,7 +4,7 @@
  * The layer's files:
  *   local_heap.c        the heaps themselves: start-up, locks, metadata
  *                       memory, fork
- *   extent.c            free extents: the tree, insert and coalesce, carve,
+ *   extent.c            free extents: the trees, insert and coalesce, carve,
  *                       commit, slots, address-space pressure
  *   page_market.c       page blocks for thread heaps: the page cache,
  *                       borrowing from other heaps, abandoned pages
@@ -37,8 +37,9 @@ MM_HIDDEN_BEGIN
 /* A local heap.  Everything is guarded by `lock` except the x fields.
  *
  * Invariants (under lock; local_heap_check.c checks them all):
- *   the tree holds every FREE extent of the heap's slots, coalesced: no two
- *   free extents touch;
+ *   trees[MM_TREE_MEDIUM] holds every FREE extent of the heap's medium
+ *   slots, trees[MM_TREE_MAIN] every FREE extent of its other slots, each
+ *   coalesced: no two free extents touch; medium slots hold no page;
  *   dirty_datablocks == sum of dirty over FREE and CACHED page-block
  *   extents (an upper bound on their resident datablocks: a freed extent
  *   counts whole, a merge adds, a carve gives each part at most its size);
@@ -47,7 +48,7 @@ MM_HIDDEN_BEGIN
  *   its deadline is at most one purge delay after the newest of them was
  *   freed; xpurge_at may stay set after all of it went (a purge then finds
  *   nothing and clears it);
- *   every extent of the heap's slots is on exactly one of: the tree (FREE),
+ *   every extent of the heap's slots is on exactly one of: its slot's tree (FREE),
  *   cache (CACHED), abandoned[its class] (a PAGE without owner), a thread
  *   heap's lists (a PAGE with an owner), or none (LARGE, LOST); huge_cache holds
  *   CACHED huge mappings, each on no other list;
@@ -59,11 +60,14 @@ MM_HIDDEN_BEGIN
  *   xheld_mib == (dirty_datablocks + huge_cached_datablocks) in whole MiB:
  *   the free memory the heap holds that may be resident, which the purge
  *   thread's start watches (purger.c). */
+enum { MM_TREE_MAIN = 0, MM_TREE_MEDIUM = 1, MM_TREES = 2 };
+
 typedef struct local_heap_s {
   mm_mutex_t lock;
   uint32_t index;
   uint32_t nslots;
-  itree_t tree;
+  itree_t trees[MM_TREES]; /* free extents: of the slots for pages and
+                              other blocks, and of the medium slots */
   slot_t *slots;
   extent_list_t cache;                  /* CACHED page blocks, newest first */
   uint32_t cache_count;

@@ -9,7 +9,7 @@
  * with a fresh pass number stamped into extent.mark, so an extent met twice
  * is on two lists (or a list has a cycle); then every extent of every slot
  * is visited through the region's tiling and must carry the stamp of the
- * list its kind says it is on: FREE the tree, CACHED the cache, a PAGE
+ * list its kind says it is on: FREE its slot's tree, CACHED the cache, a PAGE
  * without owner its class's abandoned list.  A PAGE with an owner is on its
  * thread heap's lists, which that thread checks (thread_heap.c); LARGE
  * extents are on none.  Marks of owned pages are neither read nor written
@@ -20,7 +20,8 @@
 typedef struct check_s {
   local_heap_t *h;
   uint32_t pass;
-  size_t dirty; /* dirty datablocks summed over the tree and the cache */
+  size_t dirty; /* dirty datablocks summed over the trees and the cache */
+  int tree;     /* the tree being walked */
   char *why;
   size_t why_size;
   bool ok;
@@ -48,6 +49,8 @@ static bool tree_visit(itree_node_t *node, void *arg) {
       region_extent_at(slot, e->node.start) != e ||
       region_extent_at(slot, extent_end(e) - MM_DATABLOCK_SIZE) != e)
     return bad(c, "tree node is not a mapped free extent of its slots", e->node.start);
+  if ((int)slot->medium != (c->tree == MM_TREE_MEDIUM))
+    return bad(c, "free extent in the other tree than its slot's (medium or not)", e->node.start);
   if (e->dirty > e->node.ndatablocks) return bad(c, "more dirty datablocks than it has", e->node.start);
   c->dirty += e->dirty;
   return stamp(c, e);
@@ -112,15 +115,20 @@ static bool slot_lists_are_valid(check_t *c, slot_t *slot) {
                   (e->kind == MM_EXTENT_PAGE && atomic_load_relaxed(&e->xowner) == NULL);
     if (listed && e->mark != c->pass)
       return bad(c, "extent on none of the lists its kind and owner call for", e->node.start);
+    if (slot->medium && (e->kind == MM_EXTENT_PAGE || e->kind == MM_EXTENT_CACHED))
+      return bad(c, "a page block in a medium slot", e->node.start);
   }
   return true;
 }
 
 bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size) {
   mm_assert_internal(local_heap_locked(h));
-  check_t c = {h, region_check_pass(), 0, why, why_size, true};
-  if (!interval_tree_is_valid(&h->tree, true, why, why_size)) return false;
-  interval_tree_foreach(&h->tree, tree_visit, &c);
+  check_t c = {h, region_check_pass(), 0, 0, why, why_size, true};
+  for (int t = 0; t < MM_TREES; t++) {
+    if (!interval_tree_is_valid(&h->trees[t], true, why, why_size)) return false;
+    c.tree = t;
+    interval_tree_foreach(&h->trees[t], tree_visit, &c);
+  }
   if (!c.ok || !cache_is_valid(&c) || !abandoned_is_valid(&c)) return false;
   if (c.dirty != h->dirty_datablocks) {
     os_format(why, why_size, "heap %u: dirty_datablocks %zu but %zu dirty", h->index,

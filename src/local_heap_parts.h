@@ -16,6 +16,11 @@ MM_HIDDEN_BEGIN
 
 #define extent_of_node(n) ((extent_t *)((char *)(n) - offsetof(extent_t, node)))
 
+/* The tree that holds the free extents of e's slot. */
+MM_INLINE itree_t *tree_of(local_heap_t *h, const extent_t *e) {
+  return &h->trees[slot_of_extent(e)->medium ? MM_TREE_MEDIUM : MM_TREE_MAIN];
+}
+
 /* MM_DEBUG 3: the whole heap is checked on entry and exit of its mutators. */
 #define local_heap_check(h) MM_CHECK(3, "local heap", local_heap_is_valid((h), MM_WHY))
 
@@ -25,8 +30,9 @@ MM_HIDDEN_BEGIN
  * free neighbours; returns the extent that now holds e's datablocks. */
 extent_t *extent_insert_free(local_heap_t *h, extent_t *e);
 /* An extent of n datablocks aligned to align_datablocks, carved from h's
- * free space and committed; NULL with errno ENOMEM. */
-extent_t *extent_alloc(local_heap_t *h, size_t n, size_t align_datablocks, bool room);
+ * free space in tree t (MM_TREE_MAIN or MM_TREE_MEDIUM: its slots) and
+ * committed; NULL with errno ENOMEM. */
+extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks, bool room);
 /* Make [end, end + more datablocks) of the free extent r usable by a block
  * growing into it. */
 bool extent_grow_commit(slot_t *slot, extent_t *r, uintptr_t end, size_t more);
@@ -34,7 +40,7 @@ bool extent_grow_commit(slot_t *slot, extent_t *r, uintptr_t end, size_t more);
 bool extent_guard(extent_t *e);
 /* Datablocks for a block that needs n of them (one more for the guard). */
 size_t guarded_datablocks(size_t n);
-/* Unmap every empty slot of h but `keep` of them; how many went. */
+/* Unmap every empty slot of h but `keep` of each kind; how many went. */
 size_t slots_release_empty(local_heap_t *h, uint32_t keep);
 /* The OS refused address space or commit charge: every heap gives back
  * what it can (self: the heap whose lock the caller holds, or NULL).

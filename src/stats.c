@@ -68,8 +68,10 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->huge_cached = (uint64_t)h->huge_cached_datablocks << MM_DATABLOCK_SHIFT;
   s->huge_room = (uint64_t)h->huge_room_datablocks << MM_DATABLOCK_SHIFT;
   s->returned = h->returned_bytes;
-  s->free_bytes = (uint64_t)h->tree.total_datablocks << MM_DATABLOCK_SHIFT;
-  s->free_extents = h->tree.count;
+  for (int t = 0; t < MM_TREES; t++) {
+    s->free_bytes += (uint64_t)h->trees[t].total_datablocks << MM_DATABLOCK_SHIFT;
+    s->free_extents += h->trees[t].count;
+  }
   /* dirty_datablocks is an upper bound (see local_heap_t); nothing can be
    * resident that was never committed */
   s->dirty_bytes = (uint64_t)h->dirty_datablocks << MM_DATABLOCK_SHIFT;

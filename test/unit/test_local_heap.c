@@ -144,6 +144,46 @@ static void test_lost_hole(local_heap_t *h) {
   munmap(q, 64 << 10);
 }
 
+/* Medium large blocks (up to MM_MEDIUM_DATABLOCKS) live in slots of their
+ * own: after a burst of 1 MiB buffers is freed, a crowd of 64 KiB blocks
+ * does not split the buffers' holes, and the next buffers find them again
+ * (first fit over one tree put the small blocks into the lowest hole and
+ * sent the buffers to fresh memory). */
+static void test_medium_apart(local_heap_t *h) {
+  enum { NBUF = 8, NMED = 64 };
+  void *buf[NBUF], *med[NMED], *again[NBUF];
+  for (int i = 0; i < NBUF; i++) buf[i] = local_heap_alloc_large(h, 1 << 20, 0, false, false);
+  for (int i = 0; i < NBUF; i++) REQUIRE("a buffer", buf[i] != NULL);
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < NBUF; i++) {
+    uintptr_t a = (uintptr_t)buf[i];
+    if (a < lo) lo = a;
+    if (a + (1 << 20) > hi) hi = a + (1 << 20);
+    CHECK("a buffer is not in a medium slot", !slot_of_address(a)->medium);
+    local_heap_free_large(region_extent_at(slot_of_address(a), a), false);
+  }
+  for (int i = 0; i < NMED; i++) {
+    med[i] = local_heap_alloc_large(h, 64 << 10, 0, false, false);
+    REQUIRE("a medium block", med[i] != NULL);
+    CHECK("a medium block is in a medium slot", slot_of_address((uintptr_t)med[i])->medium);
+    CHECK("a medium block is outside the buffers' holes",
+          (uintptr_t)med[i] + (64 << 10) <= lo || (uintptr_t)med[i] >= hi);
+  }
+  int reused = 0;
+  for (int i = 0; i < NBUF; i++) {
+    again[i] = local_heap_alloc_large(h, 1 << 20, 0, false, false);
+    REQUIRE("a buffer again", again[i] != NULL);
+    if ((uintptr_t)again[i] >= lo && (uintptr_t)again[i] < hi) reused++;
+  }
+  CHECK("the next buffers reuse the freed buffers' memory", reused == NBUF);
+  CHECK("heap valid with medium slots", heap_ok(h, "medium blocks"));
+  for (int i = 0; i < NMED; i++)
+    local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)med[i]), (uintptr_t)med[i]), false);
+  for (int i = 0; i < NBUF; i++)
+    local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)again[i]), (uintptr_t)again[i]), false);
+  CHECK("heap valid after the medium test", heap_ok(h, "medium blocks freed"));
+}
+
 int main(int argc, char **argv) {
   uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x1234abcdULL;
   long ops = argc > 2 ? atol(argv[2]) : (MM_DEBUG >= 3 ? 3000 : 20000);
@@ -255,10 +295,14 @@ int main(int argc, char **argv) {
   local_heap_purge(h, true);
   local_heap_unlock(h);
   CHECK("heap valid when empty", heap_ok(h, "drain"));
+  size_t free_extents = h->trees[MM_TREE_MAIN].count + h->trees[MM_TREE_MEDIUM].count;
+  size_t free_datablocks =
+      h->trees[MM_TREE_MAIN].total_datablocks + h->trees[MM_TREE_MEDIUM].total_datablocks;
   CHECK("everything coalesced: one free extent per slot",
-        h->tree.count == h->nslots && h->tree.total_datablocks == h->nslots * region_slot_data_datablocks());
+        free_extents == h->nslots && free_datablocks == h->nslots * region_slot_data_datablocks());
   CHECK("nothing dirty after a forced purge", h->dirty_datablocks == 0);
   CHECK("page cache drained by the forced purge", h->cache_count == 0);
+  test_medium_apart(h);
   test_lost_hole(h);
   return check_summary("unit_local_heap");
 }
