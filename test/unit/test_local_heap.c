@@ -177,6 +177,16 @@ static void test_medium_apart(local_heap_t *h) {
   }
   CHECK("the next buffers reuse the freed buffers' memory", reused == NBUF);
   CHECK("heap valid with medium slots", heap_ok(h, "medium blocks"));
+  { /* the checker: a medium slot's free extents found in the other tree */
+    slot_t *ms = slot_of_address((uintptr_t)med[0]);
+    char why[256];
+    local_heap_lock(h);
+    ms->medium = 0;
+    bool caught_tree = !local_heap_is_valid(h, why, sizeof why) && strstr(why, "other tree") != NULL;
+    ms->medium = 1;
+    local_heap_unlock(h);
+    CHECK("the checker catches a free extent in the other tree", caught_tree);
+  }
   for (int i = 0; i < NMED; i++)
     local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)med[i]), (uintptr_t)med[i]), false);
   for (int i = 0; i < NBUF; i++)
