@@ -38,6 +38,11 @@ WORKLOADS = {
         {"tiny": "slots=2000 ops=200000 rounds=3",
          "quick": "slots=8000 ops=4000000 rounds=4",
          "full": "slots=20000 ops=20000000 rounds=8"}),
+    "handoff": (
+        "threads that allocate, hand their objects over and exit, round after round",
+        {"tiny": "objects=40000 rounds=20",
+         "quick": "objects=2000000 rounds=200",
+         "full": "objects=16000000 rounds=400"}),
     "consume": (
         "Streamflow Consume: one producer, C consumers, every free remote",
         {"tiny": "objects=100000 batch=128",

@@ -5,7 +5,7 @@
       (no preload) at 1 and 3 threads and checks the JSON line: fields,
       types, and the checksum against the expected value.  The expected
       value is computed here independently where the checksum has a closed
-      form (recycle, consume, xfree, threadtest, knary, cache-thrash), and
+      form (recycle, consume, xfree, threadtest, knary, cache-thrash, handoff), and
       otherwise read from expected.json, recorded from an earlier run; in
       both cases the same run on a second allocator (the first of jemalloc,
       mimalloc, tcmalloc found) must give the same checksum, and workloads
@@ -38,7 +38,7 @@ EXPECTED = os.path.join(HERE, "expected.json")
 THREADS = [1, 3]
 # the checksum of these does not depend on the thread count
 THREAD_INDEPENDENT = {"recycle", "consume", "xfree", "threadtest", "knary", "barnes", "align",
-                      "pipeline", "cache-thrash"}
+                      "pipeline", "cache-thrash", "handoff"}
 # knobs of the broken allocator per workload (defaults: after 2000 calls, every 97th)
 BROKEN_ENV = {"realloc-grow": {"BROKEN_AFTER": "0", "BROKEN_EVERY": "2"},
               "barnes": {"BROKEN_AFTER": "200", "BROKEN_EVERY": "31"},
@@ -81,6 +81,12 @@ def closed_form(name, p, threads):
         s = 0
         for i in range(p["objects"]):
             s += verified(i) + lo + mix64(i ^ ((seed << 24) & M64)) % (hi - lo)
+        return s & M64
+    if name == "handoff":
+        lo, hi, seed = p.get("min", 16), p.get("max", 256), p.get("seed", 13)
+        s = 0
+        for i in range(p["objects"]):
+            s += verified(i) + lo + mix64(i ^ ((seed << 32) & M64)) % (hi - lo)
         return s & M64
     if name == "xfree":
         seed = p.get("seed", 3)
