@@ -27,7 +27,10 @@
  * batch is emptied before any of it is pushed to an inbox (remote.c), so
  * no block is both in a batch and in an inbox; a page's count may be one
  * off, too high (the page is never retired in the child) or too low (by a
- * block nobody in the child holds).  A block lost, never a block handed
+ * block nobody in the child holds).  The child marks those threads' pages
+ * MM_EXTENT_FORKED, so that the MM_DEBUG checker, meeting one again once a
+ * thread of the child adopts it, does not take the count for corruption
+ * (the mark goes when the page goes back to its heap).  A block lost, never a block handed
  * out twice: test/stress/fork_lists.c forks into every one of these.
  */
 #define _GNU_SOURCE
@@ -235,10 +238,17 @@ static void reset_one(thread_heap_t *th, void *arg) {
   spin_reset(&th->lock);
 }
 
+static void mark_forked(extent_list_t *q) {
+  for (extent_t *p = q->first; p; p = p->next) p->flags |= MM_EXTENT_FORKED;
+}
+
 static void abandon_other(thread_heap_t *th, void *self) {
   if (th == self || th->state != MM_THREAD_LIVE) return;
   mm_thread_heap = th;
   thread_heap_lock(th);
+  /* their counts may be one off: the checker then leaves the count alone */
+  for (unsigned c = 0; c < MM_CLASSES; c++) mark_forked(&th->queue[c]);
+  mark_forked(&th->full);
   thread_heap_abandon(th);
   thread_heap_unlock(th);
   thread_heap_mark_dead(th);

@@ -98,6 +98,8 @@ typedef struct extent_s {
 #define MM_EXTENT_ZERO 2u     /* every byte reads as zero (fresh or purged) */
 #define MM_EXTENT_GUARD 4u    /* PAGE/LARGE/CACHED: its last datablock is a guard */
 #define MM_EXTENT_UNMAPPED 8u /* FREE: its address space was given back (munmap) */
+#define MM_EXTENT_FORKED 16u  /* PAGE: inherited by a forked child from a thread that
+                                 does not exist there; its count may be one off */
 
 _Static_assert(sizeof(extent_t) == 192, "extent descriptor is three lines");
 _Static_assert(offsetof(extent_t, xowner) + sizeof(void *) == 64,

@@ -68,26 +68,23 @@ def kv(args):
     return {k: int(v) for k, v in (a.split("=") for a in args)}
 
 
+def sized_sum(n, lo, hi, salt):
+    """Objects 0..n-1, each folding its verified tag and its size, drawn as
+    lo + mix64(id ^ salt) % (hi - lo)."""
+    s = 0
+    for i in range(n):
+        s += verified(i) + lo + mix64(i ^ (salt & M64)) % (hi - lo)
+    return s & M64
+
+
 def closed_form(name, p, threads):
     """The checksum computed here from the arguments alone, or None."""
     if name == "recycle":
-        lo, hi, seed = p.get("min", 16), p.get("max", 128), p.get("seed", 1)
-        s = 0
-        for i in range(p["calls"]):
-            s += verified(i) + lo + mix64(i ^ ((seed << 32) & M64)) % (hi - lo)
-        return s & M64
+        return sized_sum(p["calls"], p.get("min", 16), p.get("max", 128), p.get("seed", 1) << 32)
     if name == "consume":
-        lo, hi, seed = p.get("min", 16), p.get("max", 256), p.get("seed", 7)
-        s = 0
-        for i in range(p["objects"]):
-            s += verified(i) + lo + mix64(i ^ ((seed << 24) & M64)) % (hi - lo)
-        return s & M64
+        return sized_sum(p["objects"], p.get("min", 16), p.get("max", 256), p.get("seed", 7) << 24)
     if name == "handoff":
-        lo, hi, seed = p.get("min", 16), p.get("max", 256), p.get("seed", 13)
-        s = 0
-        for i in range(p["objects"]):
-            s += verified(i) + lo + mix64(i ^ ((seed << 32) & M64)) % (hi - lo)
-        return s & M64
+        return sized_sum(p["objects"], p.get("min", 16), p.get("max", 256), p.get("seed", 13) << 32)
     if name == "xfree":
         seed = p.get("seed", 3)
         return sum(verified(i + seed) for i in range(p["objects"])) & M64
