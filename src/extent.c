@@ -191,18 +191,18 @@ static bool slot_is_empty(slot_t *slot, extent_t **free_out) {
 }
 
 /* Unmap every slot of h that holds nothing, but `keep` of each kind
- * (medium or not).  Lock held. */
+ * (tree).  Lock held. */
 size_t slots_release_empty(local_heap_t *h, uint32_t keep) {
   mm_assert_internal(local_heap_locked(h));
   size_t released = 0;
-  uint32_t kept[MM_TREES] = {0, 0};
+  uint32_t kept[MM_TREES] = {0};
   slot_t **link = &h->slots;
   while (*link) {
     slot_t *slot = *link;
     extent_t *f;
     if (slot_is_empty(slot, &f)) {
-      if (kept[slot->medium] < keep) {
-        kept[slot->medium]++;
+      if (kept[slot->tree] < keep) {
+        kept[slot->tree]++;
       } else {
         interval_tree_remove(tree_of(h, f), &f->node);
         decay_set_dirty(h, f, 0);
@@ -286,7 +286,7 @@ static extent_t *heap_grow(local_heap_t *h, int t) {
     if (pressure_relieve(h)) slot = region_slot_new(h->index, &f);
     if (!slot) return NULL;
   }
-  slot->medium = t == MM_TREE_MEDIUM;
+  slot->tree = (uint32_t)t;
   slot->next = h->slots;
   h->slots = slot;
   h->nslots++;
@@ -408,10 +408,6 @@ bool extent_grow_commit(slot_t *slot, extent_t *r, uintptr_t end, size_t more) {
     }
     return true;
   }
-  if (slot->holes) return os_commit(p, bytes);
-  uintptr_t before = slot->committed;
-  if (!region_commit_to(slot, end + bytes)) return false;
-  if (slot->committed != before) purger_grew(slot->committed - before);
-  return true;
+  return extent_commit(slot, end, more);
 }
 

@@ -49,8 +49,8 @@ static bool tree_visit(itree_node_t *node, void *arg) {
       region_extent_at(slot, e->node.start) != e ||
       region_extent_at(slot, extent_end(e) - MM_DATABLOCK_SIZE) != e)
     return bad(c, "tree node is not a mapped free extent of its slots", e->node.start);
-  if ((int)slot->medium != (c->tree == MM_TREE_MEDIUM))
-    return bad(c, "free extent in the other tree than its slot's (medium or not)", e->node.start);
+  if ((int)slot->tree != c->tree)
+    return bad(c, "free extent in the other tree than its slot's", e->node.start);
   if (e->dirty > e->node.ndatablocks) return bad(c, "more dirty datablocks than it has", e->node.start);
   c->dirty += e->dirty;
   return stamp(c, e);
@@ -115,7 +115,7 @@ static bool slot_lists_are_valid(check_t *c, slot_t *slot) {
                   (e->kind == MM_EXTENT_PAGE && atomic_load_relaxed(&e->xowner) == NULL);
     if (listed && e->mark != c->pass)
       return bad(c, "extent on none of the lists its kind and owner call for", e->node.start);
-    if (slot->medium && (e->kind == MM_EXTENT_PAGE || e->kind == MM_EXTENT_CACHED))
+    if (slot->tree == MM_TREE_MEDIUM && (e->kind == MM_EXTENT_PAGE || e->kind == MM_EXTENT_CACHED))
       return bad(c, "a page block in a medium slot", e->node.start);
   }
   return true;

@@ -18,7 +18,7 @@ MM_HIDDEN_BEGIN
 
 /* The tree that holds the free extents of e's slot. */
 MM_INLINE itree_t *tree_of(local_heap_t *h, const extent_t *e) {
-  return &h->trees[slot_of_extent(e)->medium ? MM_TREE_MEDIUM : MM_TREE_MAIN];
+  return &h->trees[slot_of_extent(e)->tree];
 }
 
 /* MM_DEBUG 3: the whole heap is checked on entry and exit of its mutators. */

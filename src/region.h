@@ -134,8 +134,9 @@ typedef struct slot_s {
   uint32_t desc_used;  /* descriptors in use */
   uint32_t holes;      /* some free extents were unmapped in place: commit
                           exactly what is carved, not a prefix */
-  uint32_t medium;     /* 1: holds medium large blocks only (its heap's
-                          trees[MM_TREE_MEDIUM]), const after creation */
+  uint32_t tree;       /* which of its local heap's trees holds its free
+                          extents (MM_TREE_MAIN, or MM_TREE_MEDIUM: medium
+                          large blocks only), const after creation */
   struct slot_s *next; /* the heap's slot list */
 } slot_t;
 

@@ -159,13 +159,13 @@ static void test_medium_apart(local_heap_t *h) {
     uintptr_t a = (uintptr_t)buf[i];
     if (a < lo) lo = a;
     if (a + (1 << 20) > hi) hi = a + (1 << 20);
-    CHECK("a buffer is not in a medium slot", !slot_of_address(a)->medium);
+    CHECK("a buffer is not in a medium slot", slot_of_address(a)->tree == MM_TREE_MAIN);
     local_heap_free_large(region_extent_at(slot_of_address(a), a), false);
   }
   for (int i = 0; i < NMED; i++) {
     med[i] = local_heap_alloc_large(h, 64 << 10, 0, false, false);
     REQUIRE("a medium block", med[i] != NULL);
-    CHECK("a medium block is in a medium slot", slot_of_address((uintptr_t)med[i])->medium);
+    CHECK("a medium block is in a medium slot", slot_of_address((uintptr_t)med[i])->tree == MM_TREE_MEDIUM);
     CHECK("a medium block is outside the buffers' holes",
           (uintptr_t)med[i] + (64 << 10) <= lo || (uintptr_t)med[i] >= hi);
   }
@@ -181,9 +181,9 @@ static void test_medium_apart(local_heap_t *h) {
     slot_t *ms = slot_of_address((uintptr_t)med[0]);
     char why[256];
     local_heap_lock(h);
-    ms->medium = 0;
+    ms->tree = MM_TREE_MAIN;
     bool caught_tree = !local_heap_is_valid(h, why, sizeof why) && strstr(why, "other tree") != NULL;
-    ms->medium = 1;
+    ms->tree = MM_TREE_MEDIUM;
     local_heap_unlock(h);
     CHECK("the checker catches a free extent in the other tree", caught_tree);
   }
