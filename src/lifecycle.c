@@ -113,9 +113,8 @@ static _Atomic(uint64_t) xthread_inits;
  * server model): if the new one runs first, it carves a fresh page for
  * every size class it allocates while the exiting thread's pages, which
  * it would otherwise adopt, are not yet abandoned.  On the 2-core VM,
- * Larson at 32 threads peaked at 19.2 MiB without the yield and 15.4 MiB
- * with it (medians of 15; glibc 16.4); where a CPU is idle the yield
- * returns at once. */
+ * Larson at 32 threads peaked at 19.0 MiB without the yield and 14.3 MiB
+ * with it (docs/design.md); where a CPU is idle the yield returns at once. */
 MM_NOINLINE thread_heap_t *thread_heap_init_current(void) {
   thread_heap_process_init();
   if (atomic_fetch_add_relaxed(&xthread_inits, 1) != 0) os_yield();
