@@ -26,6 +26,9 @@ OUTSIDE = [re.compile(p) for p in (
     r"\.\./" + "shared\\b", r"\b" + "shared/" + "seeds", r"\bshared/" + "[A-Z]+\\.md",
     r"\b" + "STYLE" + r"\.md", r"\b" + "DESIGN" + r"\.md", r"\b" + "SOURCES" + r"\.md")]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s#]+)(?:#[^)]*)?\)")
+# Markdown makes no link inside a code span (`new[](nothrow)` names an
+# operator) or a fenced block: those are blanked before links are sought.
+CODE = re.compile(r"^```.*?^```|`[^`\n]*`", re.S | re.M)
 SKIP_DIRS = {".git", "__pycache__"}
 TEXT = (".c", ".h", ".cpp", ".py", ".sh", ".md", ".txt", ".cmake", ".in", ".json", ".rs",
         ".toml", "Makefile", "CMakeLists.txt", "run", ".dict")
@@ -53,7 +56,7 @@ def check(root):
                     problems.append("%s:%d: refers outside the repository: %s"
                                     % (rel, n, line.strip()[:100]))
         if path.endswith(".md"):
-            for m in LINK.finditer(text):
+            for m in LINK.finditer(CODE.sub("", text)):
                 target = m.group(1)
                 if re.match(r"[a-z]+:", target):
                     continue  # a URL
@@ -66,7 +69,9 @@ def self_test():
     failures = 0
     cases = {"clean": ("see [the design](docs/design.md)\n", None),
              "outside": ("the plan: " + "../" + "shared/" + "DESIGN" + ".md\n", "outside"),
-             "broken link": ("see [gone](docs/nothing.md)\n", "does not exist")}
+             "broken link": ("see [gone](docs/nothing.md)\n", "does not exist"),
+             "code span": ("the operator `new[](nothrow)` is no link\n", None),
+             "broken link after code": ("`a[](b)` then [gone](nothing.md)\n", "does not exist")}
     for name, (readme, want) in cases.items():
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "docs"))
