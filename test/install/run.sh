@@ -206,6 +206,14 @@ files)
   err=$(env -u MMALLOC_LIB MMALLOC_VERBOSE=1 "$prefix/bin/mmrun" /bin/true 2>&1 >/dev/null) || true
   echo "$err" | grep -q '^mmalloc [0-9.]*: heaps='
   check "installed mmrun runs a program on mmalloc (verbose line: '$err')" $?
+  # The installed tracer finds its recorder by itself and writes a readable trace.
+  if [ -x "$prefix/bin/mmtrace" ]; then
+    env -u MMTRACE_LIB "$prefix/bin/mmtrace" record -o "$dir/ls.mmtrace" -- ls "$prefix" >/dev/null 2>&1 &&
+      "$prefix/bin/mmtrace" info "$dir/ls.mmtrace" | grep -q '^ending    exit$'
+    check "installed mmtrace records ls and reads the trace back" $?
+  else
+    bad "installed bin/mmtrace"
+  fi
   # The header alone compiles as C and C++.
   printf '#include <mmalloc.h>\nint main(void) { return mm_malloc_usable_size(0) == 0 ? 0 : 1; }\n' > "$dir/h.c"
   cc -Wall -Wextra -Werror -std=c11 -I"$prefix/include" -c "$dir/h.c" -o "$dir/h.o"

@@ -1,0 +1,998 @@
+/* record.c — libmmtrace.so, the recorder: preloaded into a program, it
+ * records every call of the malloc family and of the C++ operators new and
+ * delete, and forwards each to the next definition of the symbol (glibc,
+ * or whatever allocator is preloaded after it), so a program is traced on
+ * the allocator it normally uses.  The file format is trace_format.h.
+ *
+ * The recording path (one call of the program):
+ *   1. thread state from TLS (registered on the thread's first call);
+ *   2. for a release, the block's id from the shadow map, read and cleared
+ *      BEFORE the real call (after it the address may already belong to a
+ *      block another thread got);
+ *   3. the real call, then the clock (vDSO clock_gettime);
+ *   4. the event appended to the thread's 32 KiB buffer, the id of a new
+ *      block written into the shadow map;
+ *   5. a full buffer is written as one chunk with one write(2).
+ * No lock and no atomic read-modify-write on it: the buffer belongs to the
+ * thread, and a shadow entry is written by the thread that got the block
+ * and read by the one that frees it, which the program itself ordered
+ * after the allocation (it had to hand the pointer over).  The exceptions
+ * are rare and off the per-call path: a thread's registration (a counter,
+ * a lock on the state pool), the first block in each 16 MiB of address
+ * space (a lock to create the shadow leaf), and a flush (one exchange on
+ * the buffer's flag, once per 32 KiB).
+ *
+ * Shadow map: address >> 24 indexes a table of leaves; a leaf has one
+ * 64-bit entry per 8 bytes of its 16 MiB (every allocator returns blocks
+ * aligned to 8 at least), mapped MAP_NORESERVE so only touched pages cost
+ * memory: at most one 4 KiB shadow page per 4 KiB of heap that holds a
+ * block start.  Entry: seq (38 bits) << 26 | (thread + 1) (22 bits) << 4 |
+ * epoch (4 bits); 0 means no traced block starts there.  The epoch changes
+ * in a forked child, so blocks the child inherited read as unknown there.
+ *
+ * Flushes: the owner flushes its buffer when full and at thread exit; any
+ * thread may flush every thread's buffer (at exit, exec, a fatal signal).
+ * Both hold the buffer's `flushing` flag; the owner appends without it and
+ * publishes (bytes, events) with one release store after each event, so a
+ * foreign flusher writes only whole events, and records how much it took
+ * (`taken`) so the owner never writes them twice.
+ *
+ * Files: $MMTRACE_OUT names the trace.  The process whose pid is
+ * $MMTRACE_ROOT writes $MMTRACE_OUT itself (created exclusively; an image
+ * it exec'd later finds it there), every other process image writes
+ * $MMTRACE_OUT.<pid> (or .<pid>.<k> when that exists).  Without
+ * $MMTRACE_OUT the library only forwards.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "trace_format.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- the real functions ------------------------------------------------ */
+
+static struct {
+  void *(*malloc)(size_t);
+  void (*free)(void *);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  int (*posix_memalign)(void **, size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  void *(*memalign)(size_t, size_t);
+  void *(*valloc)(size_t);
+  void *(*pvalloc)(size_t);
+  void *(*reallocarray)(void *, size_t, size_t);
+  pid_t (*fork)(void);
+  int (*execve)(const char *, char *const[], char *const[]);
+  int (*execvpe)(const char *, char *const[], char *const[]);
+} real;
+
+/* 0 before init, 1 while dlsym runs (its own allocations come from the
+ * bootstrap arena), 2 after. */
+static atomic_int init_state;
+static atomic_bool tracing_on;        /* $MMTRACE_OUT was set and the file opened */
+#define tracing atomic_load_explicit(&tracing_on, memory_order_relaxed)
+
+static _Alignas(64) unsigned char boot_arena[1 << 16];
+static atomic_size_t boot_used;
+
+static void *boot_alloc(size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  size_t at = atomic_fetch_add(&boot_used, n);
+  if (at + n > sizeof boot_arena) return NULL;
+  return boot_arena + at;
+}
+static bool is_boot(const void *p) {
+  return (const unsigned char *)p >= boot_arena && (const unsigned char *)p < boot_arena + sizeof boot_arena;
+}
+
+static void die(const char *msg) {
+  ssize_t r = write(2, msg, strlen(msg));
+  (void)r;
+  abort();
+}
+
+/* ---- thread state -------------------------------------------------------- */
+
+#define BUF_BYTES 32768
+#define EVENT_MAX (1 + 6 * MMT_VARINT_MAX)
+
+typedef struct tstate {
+  /* owner thread only */
+  uint64_t tidx;                     /* this thread's index in the trace */
+  uint64_t last_ns;                  /* time of its previous event */
+  uint64_t nblocks;                  /* blocks it has been given: the next id's n */
+  uint64_t last_remote;              /* n of its previous reference to another thread's block */
+  unsigned rounds;                   /* pthread key destructor rounds seen */
+  /* owner or a flusher holding `flushing` */
+  uint64_t chunk_seq;
+  uint32_t taken_bytes, taken_events;/* already written by a foreign flush */
+  atomic_int flushing;
+  atomic_bool active;                /* a live thread owns it */
+  /* written by the owner (release), read by flushers (acquire):
+   * bytes | events << 32 of the buffer */
+  _Atomic uint64_t fill;
+  struct tstate *all_next;           /* every state ever made; const once linked */
+  struct tstate *free_next;          /* pool free list, under pool_lock */
+  unsigned char buf[BUF_BYTES + EVENT_MAX];
+} tstate_t;
+
+static __thread tstate_t *tls_state __attribute__((tls_model("initial-exec")));
+static __thread int tls_depth __attribute__((tls_model("initial-exec")));   /* inside a traced call */
+static __thread bool tls_done __attribute__((tls_model("initial-exec")));   /* thread finished */
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static tstate_t *pool_free;
+static _Atomic(tstate_t *) all_states;
+static atomic_uint_fast64_t next_tidx;
+static pthread_key_t exit_key;
+
+static int trace_fd = -1;
+static pid_t trace_pid;              /* the process that writes trace_fd (a vfork child must not) */
+static uint64_t start_ticks, start_ns;   /* the trace's time zero, in both clocks */
+static unsigned epoch;               /* 1..15: changes in each forked child */
+static atomic_bool closed;           /* the end record is written: no more chunks */
+static atomic_bool ending;           /* one thread writes the end (exit or fatal signal) */
+static atomic_uint_fast64_t chunks_written;
+
+static inline uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Event times are ticks: the time-stamp counter on x86-64 (12 ns a read
+ * here against 30 for clock_gettime, which was a fifth of the recorder's
+ * cost), nanoseconds elsewhere.  Each chunk carries the pair (ns, ticks)
+ * since the start, read when it is written, from which the reader converts. */
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#define CLOCK_NAME "tsc"
+static inline uint64_t now_ticks(void) { return __rdtsc(); }
+#else
+#define CLOCK_NAME "monotonic"
+static inline uint64_t now_ticks(void) { return mono_ns(); }
+#endif
+
+/* ---- writing ------------------------------------------------------------- */
+
+static bool write_all(const struct iovec *iov, int n) {
+  struct iovec v[4];
+  memcpy(v, iov, sizeof(struct iovec) * (size_t)n);
+  int i = 0;
+  while (i < n) {
+    ssize_t w = writev(trace_fd, v + i, n - i);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    while (i < n && (size_t)w >= v[i].iov_len) { w -= (ssize_t)v[i].iov_len; i++; }
+    if (i < n) { v[i].iov_base = (char *)v[i].iov_base + w; v[i].iov_len -= (size_t)w; }
+  }
+  return true;
+}
+
+static void write_failed(void) {
+  static atomic_bool said;
+  if (!atomic_exchange(&said, true)) {
+    char msg[160];
+    int n = snprintf(msg, sizeof msg, "mmtrace: writing the trace failed (%s); the rest of the run is not recorded\n",
+                     strerror(errno));
+    ssize_t r = write(2, msg, (size_t)n);
+    (void)r;
+  }
+  atomic_store(&tracing_on, false);
+}
+
+/* One chunk: the events [from, from + bytes) of t's buffer. Caller holds
+ * t->flushing. */
+static void write_chunk(tstate_t *t, uint32_t from, uint32_t bytes, uint32_t events) {
+  if (!bytes || atomic_load(&closed) || trace_fd < 0) return;
+  unsigned char hdr[1 + 6 * MMT_VARINT_MAX + 8], *q = hdr;
+  *q++ = MMT_REC_CHUNK;
+  q = mmt_put_varint(q, t->tidx);
+  q = mmt_put_varint(q, t->chunk_seq);
+  q = mmt_put_varint(q, events);
+  q = mmt_put_varint(q, bytes);
+  uint64_t ticks = now_ticks() - start_ticks, ns = mono_ns() - start_ns;
+  q = mmt_put_varint(q, ns);
+  q = mmt_put_varint(q, ticks);
+  mmt_put_u64(q, mmt_sum_more(mmt_sum_more(MMT_SUM_SEED, hdr, (size_t)(q - hdr)), t->buf + from, bytes));
+  q += 8;
+  struct iovec iov[2] = {{hdr, (size_t)(q - hdr)}, {t->buf + from, bytes}};
+  if (!write_all(iov, 2)) write_failed();
+  t->chunk_seq++;
+  atomic_fetch_add_explicit(&chunks_written, 1, memory_order_relaxed);
+}
+
+static void flag_take(tstate_t *t) {
+  while (atomic_exchange_explicit(&t->flushing, 1, memory_order_acquire))
+    sched_yield();
+}
+static void flag_drop(tstate_t *t) { atomic_store_explicit(&t->flushing, 0, memory_order_release); }
+
+/* The owner's flush: everything not yet taken, then an empty buffer. */
+static void flush_own(tstate_t *t) {
+  flag_take(t);
+  uint64_t f = atomic_load_explicit(&t->fill, memory_order_relaxed);
+  uint32_t bytes = (uint32_t)f, events = (uint32_t)(f >> 32);
+  write_chunk(t, t->taken_bytes, bytes - t->taken_bytes, events - t->taken_events);
+  t->taken_bytes = t->taken_events = 0;
+  atomic_store_explicit(&t->fill, 0, memory_order_relaxed);
+  flag_drop(t);
+}
+
+/* Another thread's flush (exit, exec, fatal signal): the whole events
+ * published so far; skipped if that buffer is being flushed right now. */
+static void flush_foreign(tstate_t *t) {
+  if (atomic_exchange_explicit(&t->flushing, 1, memory_order_acquire)) return;
+  uint64_t f = atomic_load_explicit(&t->fill, memory_order_acquire);
+  uint32_t bytes = (uint32_t)f, events = (uint32_t)(f >> 32);
+  if (bytes > t->taken_bytes) {
+    write_chunk(t, t->taken_bytes, bytes - t->taken_bytes, events - t->taken_events);
+    t->taken_bytes = bytes;
+    t->taken_events = events;
+  }
+  flag_drop(t);
+}
+
+/* in_signal: the handler may have interrupted this thread inside its own
+ * flush or event, so its buffer too is flushed as a foreign one. */
+static void flush_all(bool in_signal) {
+  tstate_t *self = tls_state;
+  for (tstate_t *t = atomic_load(&all_states); t; t = t->all_next) {
+    if (!atomic_load(&t->active)) continue;
+    if (t == self && !in_signal) flush_own(t); else flush_foreign(t);
+  }
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+static inline unsigned char *ev_begin(tstate_t *t, unsigned op, uint64_t now) {
+  unsigned char *q = t->buf + (uint32_t)atomic_load_explicit(&t->fill, memory_order_relaxed);
+  *q++ = (unsigned char)op;
+  q = mmt_put_varint(q, now - t->last_ns);
+  t->last_ns = now;
+  return q;
+}
+
+static inline void ev_end(tstate_t *t, unsigned char *q) {
+  uint64_t f = atomic_load_explicit(&t->fill, memory_order_relaxed);
+  uint64_t bytes = (uint64_t)(q - t->buf);
+  atomic_store_explicit(&t->fill, bytes | ((f >> 32) + 1) << 32, memory_order_release);
+  if (UNLIKELY(bytes >= BUF_BYTES)) flush_own(t);
+}
+
+static tstate_t *state_new(void) {
+  pthread_mutex_lock(&pool_lock);
+  tstate_t *t = pool_free;
+  if (t) pool_free = t->free_next;
+  pthread_mutex_unlock(&pool_lock);
+  if (!t) {
+    t = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (t == MAP_FAILED) return NULL;
+    tstate_t *head = atomic_load(&all_states);
+    do t->all_next = head; while (!atomic_compare_exchange_weak(&all_states, &head, t));
+  }
+  return t;
+}
+
+static void thread_begin(tstate_t *t, uint64_t now) {
+  t->tidx = atomic_fetch_add(&next_tidx, 1);
+  t->last_ns = now;
+  t->nblocks = t->last_remote = 0;
+  t->rounds = 0;
+  t->chunk_seq = 0;
+  t->taken_bytes = t->taken_events = 0;
+  atomic_store(&t->fill, 0);
+  atomic_store(&t->flushing, 0);
+  unsigned char *q = t->buf;
+  *q++ = MMT_THREAD_BEGIN;
+  q = mmt_put_varint(q, now - start_ticks);
+  q = mmt_put_varint(q, (uint64_t)syscall(SYS_gettid));
+  atomic_store_explicit(&t->fill, (uint64_t)(q - t->buf) | 1ull << 32, memory_order_release);
+  atomic_store(&t->active, true);
+}
+
+/* The calling thread's state, registered on its first traced call; NULL
+ * when this call is not to be traced (tracing off, nested, thread done). */
+static inline tstate_t *enter(void) {
+  if (UNLIKELY(!tracing) || tls_depth) return NULL;
+  tstate_t *t = tls_state;
+  if (UNLIKELY(!t)) {
+    if (tls_done) return NULL;
+    tls_depth = 1;
+    t = state_new();
+    if (t) {
+      thread_begin(t, now_ticks());
+      tls_state = t;
+      pthread_setspecific(exit_key, t);
+    }
+    tls_depth = 0;
+    if (!t) return NULL;
+  }
+  tls_depth = 1;
+  return t;
+}
+static inline void leave(void) { tls_depth = 0; }
+
+/* Thread exit: pthread runs key destructors in up to 4 rounds while values
+ * are set; staying set through the first three keeps the frees of other
+ * libraries' destructors in the trace. */
+static void thread_exit(void *arg) {
+  tstate_t *t = arg;
+  if (++t->rounds < PTHREAD_DESTRUCTOR_ITERATIONS) {
+    pthread_setspecific(exit_key, t);
+    return;
+  }
+  tls_depth = 1;
+  unsigned char *q = ev_begin(t, MMT_THREAD_END, now_ticks());
+  ev_end(t, q);
+  flush_own(t);
+  atomic_store(&t->active, false);
+  tls_state = NULL;
+  tls_done = true;
+  pthread_mutex_lock(&pool_lock);
+  t->free_next = pool_free;
+  pool_free = t;
+  pthread_mutex_unlock(&pool_lock);
+  tls_depth = 0;
+}
+
+/* ---- shadow map ---------------------------------------------------------- */
+
+#define SH_ADDR_BITS 47
+#define SH_LEAF_SHIFT 24
+#define SH_TOP_ENTRIES (1ull << (SH_ADDR_BITS - SH_LEAF_SHIFT))
+#define SH_LEAF_ENTRIES (1ull << (SH_LEAF_SHIFT - 3))
+#define SH_SEQ_SHIFT 26
+#define SH_TIDX_BITS 22
+
+static _Atomic(uint64_t *) *shadow_top;
+static pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t *shadow_slot(const void *p, bool create) {
+  uintptr_t a = (uintptr_t)p;
+  if (UNLIKELY(a >> SH_ADDR_BITS) || UNLIKELY(!shadow_top)) return NULL;
+  _Atomic(uint64_t *) *top = &shadow_top[a >> SH_LEAF_SHIFT];
+  uint64_t *leaf = atomic_load_explicit(top, memory_order_acquire);
+  if (UNLIKELY(!leaf)) {
+    if (!create) return NULL;
+    pthread_mutex_lock(&shadow_lock);
+    leaf = atomic_load_explicit(top, memory_order_relaxed);
+    if (!leaf) {
+      void *m = mmap(NULL, SH_LEAF_ENTRIES * 8, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m != MAP_FAILED) {
+        leaf = m;
+        atomic_store_explicit(top, leaf, memory_order_release);
+      }
+    }
+    pthread_mutex_unlock(&shadow_lock);
+    if (!leaf) return NULL;
+  }
+  return &leaf[(a >> 3) & (SH_LEAF_ENTRIES - 1)];
+}
+
+/* p is a new block of t's: its id is (t, t->nblocks). */
+static inline void note_block(tstate_t *t, const void *p) {
+  uint64_t *e = shadow_slot(p, true);
+  if (LIKELY(e) && LIKELY(t->tidx + 1 < (1ull << SH_TIDX_BITS)))
+    *e = t->nblocks << SH_SEQ_SHIFT | (t->tidx + 1) << 4 | epoch;
+  t->nblocks++;
+}
+
+/* The shadow entry of a block about to be released (0: unknown), cleared. */
+static inline uint64_t take_block(const void *p, uint64_t **slot) {
+  if (!p) { *slot = NULL; return 0; }
+  uint64_t *e = shadow_slot(p, false);
+  *slot = e;
+  if (!e) return 0;
+  uint64_t v = *e;
+  if ((v & 15) != epoch) return 0;
+  *e = 0;
+  return v;
+}
+
+static inline unsigned char *put_ref(tstate_t *t, unsigned char *q, const void *p, uint64_t v) {
+  if (!p) return mmt_put_varint(q, MMT_REF_NULL);
+  if (!v) {
+    q = mmt_put_varint(q, MMT_REF_UNKNOWN);
+    return mmt_put_varint(q, (uintptr_t)p);
+  }
+  uint64_t seq = v >> SH_SEQ_SHIFT, owner = ((v >> 4) & ((1u << SH_TIDX_BITS) - 1)) - 1;
+  if (owner == t->tidx) return mmt_put_varint(q, 2 + 2 * (t->nblocks - 1 - seq));
+  q = mmt_put_varint(q, 3 + 2 * mmt_zigzag((int64_t)(seq - t->last_remote)));
+  t->last_remote = seq;
+  return mmt_put_varint(q, owner);
+}
+
+/* ---- the file ------------------------------------------------------------ */
+
+static char header_args[16384];      /* /proc/self/cmdline at start */
+static size_t header_args_len;
+
+static size_t put_text(char *out, size_t at, size_t cap, const char *key, const char *val, size_t vlen) {
+  at += (size_t)snprintf(out + at, at < cap ? cap - at : 0, "%s=", key);
+  for (size_t i = 0; i < vlen && at + 3 < cap; i++) {
+    char c = val[i];
+    if (c == '\n') { out[at++] = '\\'; out[at++] = 'n'; }
+    else if (c == '\\') { out[at++] = '\\'; out[at++] = '\\'; }
+    else out[at++] = c;
+  }
+  if (at < cap) out[at++] = '\n';
+  return at;
+}
+
+static bool write_header(pid_t forked_from) {
+  static char text[MMT_HEADER_TEXT_MAX / 2];
+  size_t n = 0, cap = sizeof text - 64;
+  char exe[4096];
+  ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  n = put_text(text, n, cap, "program", exe, el > 0 ? (size_t)el : 0);
+  for (size_t i = 0; i < header_args_len;) {
+    size_t l = strnlen(header_args + i, header_args_len - i);
+    n = put_text(text, n, cap, "arg", header_args + i, l);
+    i += l + 1;
+  }
+  struct utsname u;
+  if (uname(&u) == 0) {
+    n = put_text(text, n, cap, "host", u.nodename, strlen(u.nodename));
+    n = put_text(text, n, cap, "machine", u.machine, strlen(u.machine));
+    n = put_text(text, n, cap, "kernel", u.release, strlen(u.release));
+  }
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  n += (size_t)snprintf(text + n, sizeof text - n,
+                        "cpus=%ld\npid=%d\nppid=%d\nstart_unix_ns=%llu\nclock=" CLOCK_NAME "\nepoch=%u\n",
+                        sysconf(_SC_NPROCESSORS_ONLN), (int)getpid(), (int)getppid(),
+                        (unsigned long long)rt.tv_sec * 1000000000ull + (unsigned long long)rt.tv_nsec, epoch);
+  if (forked_from) n += (size_t)snprintf(text + n, sizeof text - n, "forked_from=%d\n", (int)forked_from);
+  const char *pre = getenv("MMTRACE_NEXT_PRELOAD");
+  if (pre) n = put_text(text, n, sizeof text - 16, "preload", pre, strlen(pre));
+  unsigned char head[MMT_MAGIC_LEN + 2 + MMT_VARINT_MAX], *q = head;
+  memcpy(q, MMT_MAGIC, MMT_MAGIC_LEN);
+  q += MMT_MAGIC_LEN;
+  *q++ = MMT_VERSION & 0xff;
+  *q++ = MMT_VERSION >> 8;
+  q = mmt_put_varint(q, n);
+  unsigned char sum[4];
+  mmt_put_u32(sum, mmt_fnv((unsigned char *)text, n));
+  struct iovec iov[3] = {{head, (size_t)(q - head)}, {text, n}, {sum, 4}};
+  return write_all(iov, 3);
+}
+
+static int open_trace(const char *base, bool root) {
+  char path[4096];
+  for (int k = root ? -1 : 0; k < 1000; k++) {
+    if (k < 0) snprintf(path, sizeof path, "%s", base);
+    else if (k == 0) snprintf(path, sizeof path, "%s.%d", base, (int)getpid());
+    else snprintf(path, sizeof path, "%s.%d.%d", base, (int)getpid(), k);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST) {
+      if (fd < 0) {
+        char msg[4300];
+        int m = snprintf(msg, sizeof msg, "mmtrace: cannot create %s: %s; not tracing\n", path, strerror(errno));
+        ssize_t r = write(2, msg, (size_t)m);
+        (void)r;
+      }
+      return fd;
+    }
+  }
+  return -1;
+}
+
+static bool start_file(pid_t forked_from) {
+  const char *base = getenv("MMTRACE_OUT");
+  if (!base || !*base) return false;
+  const char *root = getenv("MMTRACE_ROOT");
+  bool is_root = root && atoi(root) == (int)getpid() && !forked_from;
+  trace_fd = open_trace(base, is_root);
+  if (trace_fd < 0) return false;
+  trace_pid = getpid();
+  start_ns = mono_ns();
+  start_ticks = now_ticks();
+  if (!write_header(forked_from)) {
+    write_failed();
+    return false;
+  }
+  return true;
+}
+
+static void write_end(unsigned char kind, int signo) {
+  if (trace_fd < 0 || atomic_load(&closed)) return;
+  unsigned char rec[1 + 2 * MMT_VARINT_MAX + 4], *q = rec;
+  *q++ = kind;
+  if (kind == MMT_REC_END) {
+    q = mmt_put_varint(q, atomic_load(&chunks_written));
+    mmt_put_u32(q, MMT_END_MARK);
+  } else if (kind == MMT_REC_SIGNAL) {
+    q = mmt_put_varint(q, (uint64_t)signo);
+    q = mmt_put_varint(q, atomic_load(&chunks_written));
+    mmt_put_u32(q, MMT_SIGNAL_MARK);
+  } else {
+    mmt_put_u32(q, MMT_EXEC_MARK);
+  }
+  q += 4;
+  struct iovec iov = {rec, (size_t)(q - rec)};
+  if (!write_all(&iov, 1)) write_failed();
+}
+
+/* ---- process events: exit, fatal signals, fork, exec --------------------- */
+
+/* A vfork child shares the parent's memory and file: it must not end the
+ * parent's trace when it calls _exit or exec. */
+static bool own_trace(void) { return getpid() == trace_pid; }
+
+static void finish(void) {
+  if (!tracing || !own_trace() || atomic_exchange(&ending, true)) return;
+  int d = tls_depth;
+  tls_depth = 1;
+  flush_all(false);
+  write_end(MMT_REC_END, 0);
+  atomic_store(&closed, true);
+  tls_depth = d;
+}
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGQUIT, SIGHUP};
+
+static void on_fatal(int sig) {
+  int saved = errno;
+  tls_depth = 1;
+  if (tracing && !atomic_exchange(&ending, true)) {
+    flush_all(true);
+    write_end(MMT_REC_SIGNAL, sig);
+    atomic_store(&closed, true);
+  }
+  signal(sig, SIG_DFL);
+  errno = saved;
+  raise(sig);
+}
+
+static void install_signals(void) {
+  for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
+    struct sigaction old;
+    if (sigaction(fatal_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(fatal_signals[i], &sa, NULL);
+  }
+}
+
+/* In a forked child: only the forking thread lives on; its buffer holds the
+ * parent's events (the parent writes them), every other state is dead. */
+static void after_fork_child(void) {
+  if (!tracing) return;
+  pid_t parent = getppid();
+  tstate_t *self = tls_state;
+  for (tstate_t *t = atomic_load(&all_states); t; t = t->all_next) {
+    if (t == self) continue;
+    if (atomic_load(&t->active)) {
+      atomic_store(&t->active, false);
+      t->free_next = pool_free;
+      pool_free = t;
+    }
+  }
+  pthread_mutex_init(&pool_lock, NULL);
+  pthread_mutex_init(&shadow_lock, NULL);
+  close(trace_fd);
+  trace_fd = -1;
+  atomic_store(&closed, false);
+  atomic_store(&ending, false);
+  atomic_store(&chunks_written, 0);
+  atomic_store(&next_tidx, 0);
+  epoch = epoch % 15 + 1;
+  if (!start_file(parent)) {
+    atomic_store(&tracing_on, false);
+    return;
+  }
+  if (self) thread_begin(self, now_ticks());
+}
+
+static void init(void) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&init_state, &expected, 1)) return;
+#define RESOLVE(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
+  RESOLVE(malloc); RESOLVE(free); RESOLVE(calloc); RESOLVE(realloc);
+  RESOLVE(posix_memalign); RESOLVE(aligned_alloc); RESOLVE(memalign);
+  RESOLVE(valloc); RESOLVE(pvalloc); RESOLVE(reallocarray);
+  RESOLVE(fork); RESOLVE(execve); RESOLVE(execvpe);
+#undef RESOLVE
+  if (!real.malloc || !real.free || !real.calloc || !real.realloc)
+    die("mmtrace: cannot find the malloc family under the tracer (dlsym RTLD_NEXT)\n");
+  atomic_store(&init_state, 2);
+  if (!getenv("MMTRACE_OUT")) return;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t r = read(fd, header_args, sizeof header_args - 1);
+    header_args_len = r > 0 ? (size_t)r : 0;
+    close(fd);
+  }
+  void *top = mmap(NULL, SH_TOP_ENTRIES * sizeof(void *), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (top == MAP_FAILED) {
+    die("mmtrace: cannot map the shadow table; not tracing\n");
+  }
+  shadow_top = top;
+  if (pthread_key_create(&exit_key, thread_exit) != 0) return;
+  epoch = 1;
+  if (!start_file(0)) return;
+  pthread_atfork(NULL, NULL, after_fork_child);
+  install_signals();
+  atexit(finish);
+  atomic_store(&tracing_on, true);
+}
+
+__attribute__((constructor)) static void init_ctor(void) { init(); }
+__attribute__((destructor)) static void fini_dtor(void) { finish(); }
+
+static inline void ensure_init(void) {
+  if (UNLIKELY(atomic_load_explicit(&init_state, memory_order_acquire) != 2)) init();
+}
+
+/* ---- the malloc family ----------------------------------------------------- */
+
+/* One allocation event: op, dt, [align], [nmemb], size; then the new block. */
+static inline void rec_alloc(tstate_t *t, unsigned op, size_t align, size_t nmemb, size_t size, void *p) {
+  unsigned char *q = ev_begin(t, op | (p ? 0 : MMT_FAILED), now_ticks());
+  unsigned shape = mmt_op_shape(op);
+  if (shape & MMT_HAS_ALIGN) q = mmt_put_varint(q, align);
+  if (shape & MMT_HAS_NMEMB) q = mmt_put_varint(q, nmemb);
+  q = mmt_put_varint(q, size);
+  if (p) note_block(t, p);
+  ev_end(t, q);
+  leave();
+}
+
+static inline void rec_release(tstate_t *t, unsigned op, uint64_t now, const void *p, uint64_t v,
+                               size_t size, size_t align) {
+  unsigned char *q = ev_begin(t, op, now);
+  q = put_ref(t, q, p, v);
+  unsigned shape = mmt_op_shape(op);
+  if (shape & MMT_HAS_SIZE) q = mmt_put_varint(q, size);
+  if (shape & MMT_HAS_ALIGN) q = mmt_put_varint(q, align);
+  ev_end(t, q);
+  leave();
+}
+
+EXPORT void *malloc(size_t n) {
+  ensure_init();
+  if (UNLIKELY(!real.malloc)) return boot_alloc(n);
+  tstate_t *t = enter();
+  void *p = real.malloc(n);
+  if (t) rec_alloc(t, MMT_MALLOC, 0, 0, n, p);
+  return p;
+}
+
+EXPORT void *calloc(size_t k, size_t n) {
+  ensure_init();
+  if (UNLIKELY(!real.calloc)) return boot_alloc(k * n);   /* zeroed: static arena */
+  tstate_t *t = enter();
+  void *p = real.calloc(k, n);
+  if (t) rec_alloc(t, MMT_CALLOC, 0, k, n, p);
+  return p;
+}
+
+static inline void release(unsigned op, void *p, size_t size, size_t align, void (*fn)(void *, size_t, size_t)) {
+  if (UNLIKELY(is_boot(p))) return;
+  tstate_t *t = enter();
+  if (!t) { fn(p, size, align); return; }
+  uint64_t *slot, v = take_block(p, &slot);
+  uint64_t now = now_ticks();
+  fn(p, size, align);
+  rec_release(t, op, now, p, v, size, align);
+}
+
+static void call_free(void *p, size_t size, size_t align) { (void)size; (void)align; real.free(p); }
+
+EXPORT void free(void *p) {
+  ensure_init();
+  if (UNLIKELY(!real.free)) return;
+  release(MMT_FREE, p, 0, 0, call_free);
+}
+
+static void *do_realloc(unsigned op, void *p, size_t k, size_t n) {
+  ensure_init();
+  if (UNLIKELY(!real.realloc)) {
+    if (p) die("mmtrace: realloc of a block during the tracer's start-up\n");
+    return boot_alloc(op == MMT_REALLOC ? n : k * n);
+  }
+  if (UNLIKELY(is_boot(p))) {          /* a start-up block: its size is unknown, copy what may be it */
+    size_t bytes = op == MMT_REALLOC ? n : k * n;
+    size_t room = (size_t)(boot_arena + sizeof boot_arena - (unsigned char *)p);
+    void *q = malloc(bytes);
+    if (q) memcpy(q, p, bytes < room ? bytes : room);
+    return q;
+  }
+  tstate_t *t = enter();
+  if (!t) return op == MMT_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
+  uint64_t *slot, v = take_block(p, &slot);
+  void *r = op == MMT_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
+  uint64_t now = now_ticks();
+  bool keeps = !r && p && (op == MMT_REALLOC ? n : k * n) != 0;   /* failed: p still live */
+  if (keeps && slot) *slot = v;
+  unsigned flags = (r ? 0 : MMT_FAILED) | (r && r == p ? MMT_INPLACE : 0);
+  unsigned char *q = ev_begin(t, op | flags, now);
+  q = put_ref(t, q, p, v);
+  if (op == MMT_REALLOCARRAY) q = mmt_put_varint(q, k);
+  q = mmt_put_varint(q, n);
+  if (r) note_block(t, r);
+  ev_end(t, q);
+  leave();
+  return r;
+}
+
+EXPORT void *realloc(void *p, size_t n) { return do_realloc(MMT_REALLOC, p, 1, n); }
+EXPORT void *reallocarray(void *p, size_t k, size_t n) {
+  ensure_init();
+  if (real.realloc && !real.reallocarray) {          /* a C library without it */
+    size_t b;
+    if (__builtin_mul_overflow(k, n, &b)) { errno = ENOMEM; return NULL; }
+    return do_realloc(MMT_REALLOC, p, 1, b);
+  }
+  return do_realloc(MMT_REALLOCARRAY, p, k, n);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n) {
+  ensure_init();
+  tstate_t *t = enter();
+  int rc = real.posix_memalign(out, align, n);
+  if (t) rc == 0 ? rec_alloc(t, MMT_POSIX_MEMALIGN, align, 0, n, *out)
+                 : rec_alloc(t, MMT_POSIX_MEMALIGN, align, 0, n, NULL);
+  return rc;
+}
+
+#define ALIGNED_FN(name, OP)                                       \
+  EXPORT void *name(size_t align, size_t n) {                      \
+    ensure_init();                                                 \
+    tstate_t *t = enter();                                         \
+    void *p = real.name(align, n);                                 \
+    if (t) rec_alloc(t, OP, align, 0, n, p);                       \
+    return p;                                                      \
+  }
+ALIGNED_FN(aligned_alloc, MMT_ALIGNED_ALLOC)
+ALIGNED_FN(memalign, MMT_MEMALIGN)
+
+#define PAGE_FN(name, OP)                                          \
+  EXPORT void *name(size_t n) {                                    \
+    ensure_init();                                                 \
+    tstate_t *t = enter();                                         \
+    void *p = real.name(n);                                        \
+    if (t) rec_alloc(t, OP, 0, 0, n, p);                           \
+    return p;                                                      \
+  }
+PAGE_FN(valloc, MMT_VALLOC)
+PAGE_FN(pvalloc, MMT_PVALLOC)
+
+/* ---- C++ operators (Itanium ABI names, defined in C so C programs do not
+ * pull in libstdc++; the real ones are found on first use) ---------------- */
+
+typedef void *(*new_fn)(size_t);
+typedef void *(*new_nt_fn)(size_t, const void *);
+typedef void *(*new_al_fn)(size_t, size_t);
+typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
+
+static void *next_sym(const char *name) {
+  ensure_init();
+  void *f = dlsym(RTLD_NEXT, name);
+  if (!f) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "mmtrace: %s not found under the tracer\n", name);
+    die(msg);
+  }
+  return f;
+}
+
+#define NEXT(var, type, sym)                                               \
+  static _Atomic(type) var;                                                \
+  type fn_ = atomic_load_explicit(&var, memory_order_relaxed);             \
+  if (UNLIKELY(!fn_)) { fn_ = (type)next_sym(sym); atomic_store(&var, fn_); }
+
+/* A throwing operator new unwinds through these frames (compiled with
+ * -fexceptions): the cleanup records the call as failed and leaves the
+ * traced state, which the normal return does itself. */
+typedef struct { tstate_t *t; unsigned op; size_t align, n; bool done; } new_guard_t;
+static void new_unwound(new_guard_t *g) {
+  if (!g->done) rec_alloc(g->t, g->op, g->align, 0, g->n, NULL);
+}
+#define GUARD(OP, AL) new_guard_t guard_ __attribute__((cleanup(new_unwound))) = {t, OP, AL, n, false}
+#define GUARD_DONE() guard_.done = true
+
+#define NEW_FN(cname, sym, OP)                                             \
+  EXPORT void *cname(size_t n) {                                           \
+    NEXT(next, new_fn, sym)                                                \
+    tstate_t *t = enter();                                                 \
+    if (!t) return fn_(n);                                                 \
+    GUARD(OP, 0);                                                          \
+    void *p = fn_(n);                                                      \
+    GUARD_DONE();                                                          \
+    rec_alloc(t, OP, 0, 0, n, p);                                          \
+    return p;                                                              \
+  }
+#define NEW_NT_FN(cname, sym, OP)                                          \
+  EXPORT void *cname(size_t n, const void *nt) {                           \
+    NEXT(next, new_nt_fn, sym)                                             \
+    tstate_t *t = enter();                                                 \
+    if (!t) return fn_(n, nt);                                             \
+    void *p = fn_(n, nt);                                                  \
+    rec_alloc(t, OP, 0, 0, n, p);                                          \
+    return p;                                                              \
+  }
+#define NEW_AL_FN(cname, sym, OP)                                          \
+  EXPORT void *cname(size_t n, size_t al) {                                \
+    NEXT(next, new_al_fn, sym)                                             \
+    tstate_t *t = enter();                                                 \
+    if (!t) return fn_(n, al);                                             \
+    GUARD(OP, al);                                                         \
+    void *p = fn_(n, al);                                                  \
+    GUARD_DONE();                                                          \
+    rec_alloc(t, OP, al, 0, n, p);                                         \
+    return p;                                                              \
+  }
+#define NEW_AL_NT_FN(cname, sym, OP)                                       \
+  EXPORT void *cname(size_t n, size_t al, const void *nt) {                \
+    NEXT(next, new_al_nt_fn, sym)                                          \
+    tstate_t *t = enter();                                                 \
+    if (!t) return fn_(n, al, nt);                                         \
+    void *p = fn_(n, al, nt);                                              \
+    rec_alloc(t, OP, al, 0, n, p);                                         \
+    return p;                                                              \
+  }
+
+NEW_FN(_Znwm, "_Znwm", MMT_NEW)
+NEW_FN(_Znam, "_Znam", MMT_NEW_ARRAY)
+NEW_NT_FN(_ZnwmRKSt9nothrow_t, "_ZnwmRKSt9nothrow_t", MMT_NEW_NOTHROW)
+NEW_NT_FN(_ZnamRKSt9nothrow_t, "_ZnamRKSt9nothrow_t", MMT_NEW_ARRAY_NOTHROW)
+NEW_AL_FN(_ZnwmSt11align_val_t, "_ZnwmSt11align_val_t", MMT_NEW_ALIGNED)
+NEW_AL_FN(_ZnamSt11align_val_t, "_ZnamSt11align_val_t", MMT_NEW_ARRAY_ALIGNED)
+NEW_AL_NT_FN(_ZnwmSt11align_val_tRKSt9nothrow_t, "_ZnwmSt11align_val_tRKSt9nothrow_t",
+             MMT_NEW_ALIGNED_NOTHROW)
+NEW_AL_NT_FN(_ZnamSt11align_val_tRKSt9nothrow_t, "_ZnamSt11align_val_tRKSt9nothrow_t",
+             MMT_NEW_ARRAY_ALIGNED_NOTHROW)
+
+/* delete: the forwarding call gets (p, size, align) and passes what its
+ * signature takes. */
+typedef void (*del_fn)(void *);
+typedef void (*del_s_fn)(void *, size_t);
+typedef void (*del_a_fn)(void *, size_t);
+typedef void (*del_sa_fn)(void *, size_t, size_t);
+typedef void (*del_nt_fn)(void *, const void *);
+typedef void (*del_ant_fn)(void *, size_t, const void *);
+
+#define DEL_WRAP(cname, sym, type, OP, params, call_args, size_expr, align_expr)  \
+  static _Atomic(type) next_##cname;                                             \
+  static void fwd_##cname(void *p, size_t size, size_t align) {                   \
+    (void)size; (void)align;                                                      \
+    atomic_load_explicit(&next_##cname, memory_order_relaxed) call_args;           \
+  }                                                                               \
+  EXPORT void cname params {                                                      \
+    if (UNLIKELY(!atomic_load_explicit(&next_##cname, memory_order_relaxed)))     \
+      atomic_store(&next_##cname, (type)next_sym(sym));                          \
+    release(OP, p, size_expr, align_expr, fwd_##cname);                           \
+  }
+
+DEL_WRAP(_ZdlPv, "_ZdlPv", del_fn, MMT_DELETE, (void *p), (p), 0, 0)
+DEL_WRAP(_ZdaPv, "_ZdaPv", del_fn, MMT_DELETE_ARRAY, (void *p), (p), 0, 0)
+DEL_WRAP(_ZdlPvm, "_ZdlPvm", del_s_fn, MMT_DELETE_SIZED, (void *p, size_t n), (p, size), n, 0)
+DEL_WRAP(_ZdaPvm, "_ZdaPvm", del_s_fn, MMT_DELETE_ARRAY_SIZED, (void *p, size_t n), (p, size), n, 0)
+DEL_WRAP(_ZdlPvRKSt9nothrow_t, "_ZdlPvRKSt9nothrow_t", del_nt_fn, MMT_DELETE,
+         (void *p, const void *nt), (p, NULL), ((void)nt, 0), 0)
+DEL_WRAP(_ZdaPvRKSt9nothrow_t, "_ZdaPvRKSt9nothrow_t", del_nt_fn, MMT_DELETE_ARRAY,
+         (void *p, const void *nt), (p, NULL), ((void)nt, 0), 0)
+DEL_WRAP(_ZdlPvSt11align_val_t, "_ZdlPvSt11align_val_t", del_a_fn, MMT_DELETE_ALIGNED,
+         (void *p, size_t a), (p, align), 0, a)
+DEL_WRAP(_ZdaPvSt11align_val_t, "_ZdaPvSt11align_val_t", del_a_fn, MMT_DELETE_ARRAY_ALIGNED,
+         (void *p, size_t a), (p, align), 0, a)
+DEL_WRAP(_ZdlPvmSt11align_val_t, "_ZdlPvmSt11align_val_t", del_sa_fn, MMT_DELETE_SIZED_ALIGNED,
+         (void *p, size_t n, size_t a), (p, size, align), n, a)
+DEL_WRAP(_ZdaPvmSt11align_val_t, "_ZdaPvmSt11align_val_t", del_sa_fn, MMT_DELETE_ARRAY_SIZED_ALIGNED,
+         (void *p, size_t n, size_t a), (p, size, align), n, a)
+DEL_WRAP(_ZdlPvSt11align_val_tRKSt9nothrow_t, "_ZdlPvSt11align_val_tRKSt9nothrow_t", del_ant_fn,
+         MMT_DELETE_ALIGNED, (void *p, size_t a, const void *nt), (p, align, NULL), ((void)nt, 0), a)
+DEL_WRAP(_ZdaPvSt11align_val_tRKSt9nothrow_t, "_ZdaPvSt11align_val_tRKSt9nothrow_t", del_ant_fn,
+         MMT_DELETE_ARRAY_ALIGNED, (void *p, size_t a, const void *nt), (p, align, NULL), ((void)nt, 0), a)
+
+/* ---- fork, exec, _exit ------------------------------------------------------- */
+
+/* _exit skips atexit and destructors (forked children often leave by it):
+ * the trace is finished here. */
+EXPORT void _exit(int status) {
+  void (*next)(int) = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+  finish();
+  if (next) next(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+EXPORT void _Exit(int status) { _exit(status); }
+
+EXPORT pid_t fork(void) {
+  ensure_init();
+  tstate_t *t = enter();
+  pid_t pid = real.fork();
+  if (pid != 0 && t) {                      /* the parent (or a failure) */
+    unsigned char *q = ev_begin(t, MMT_FORK | (pid < 0 ? MMT_FAILED : 0), now_ticks());
+    q = mmt_put_varint(q, pid < 0 ? 0 : (uint64_t)pid);
+    ev_end(t, q);
+  }
+  if (t) leave();
+  return pid;
+}
+
+/* Before exec the image's events are written and an exec record marks the
+ * end of this image's part; if exec fails, the trace goes on. */
+static void before_exec(void) {
+  if (!tracing || !own_trace()) return;
+  int d = tls_depth;
+  tls_depth = 1;
+  flush_all(false);
+  write_end(MMT_REC_EXEC, 0);
+  tls_depth = d;
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+  ensure_init();
+  before_exec();
+  return real.execve(path, argv, envp);
+}
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+  ensure_init();
+  before_exec();
+  return real.execvpe(file, argv, envp);
+}
+EXPORT int execv(const char *path, char *const argv[]) { return execve(path, argv, environ); }
+EXPORT int execvp(const char *file, char *const argv[]) { return execvpe(file, argv, environ); }
+
+/* execl, execlp, execle: the list made an array on the stack. */
+#define ARGV_FROM_LIST(arg0, ap, argv)                                   \
+  size_t n_ = 1;                                                         \
+  va_start(ap, arg0);                                                    \
+  while (va_arg(ap, const char *)) n_++;                                 \
+  va_end(ap);                                                            \
+  const char *argv[n_ + 1];                                              \
+  argv[0] = arg0;                                                        \
+  va_start(ap, arg0);                                                    \
+  for (size_t i_ = 1; i_ <= n_; i_++) argv[i_] = va_arg(ap, const char *);
+
+EXPORT int execl(const char *path, const char *arg0, ...) {
+  va_list ap;
+  ARGV_FROM_LIST(arg0, ap, argv)
+  va_end(ap);
+  return execve(path, (char *const *)argv, environ);
+}
+EXPORT int execlp(const char *file, const char *arg0, ...) {
+  va_list ap;
+  ARGV_FROM_LIST(arg0, ap, argv)
+  va_end(ap);
+  return execvpe(file, (char *const *)argv, environ);
+}
+EXPORT int execle(const char *path, const char *arg0, ...) {
+  va_list ap;
+  ARGV_FROM_LIST(arg0, ap, argv)
+  char *const *envp = va_arg(ap, char *const *);
+  va_end(ap);
+  return execve(path, (char *const *)argv, envp);
+}

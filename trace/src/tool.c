@@ -1,0 +1,343 @@
+/* tool.c — the mmtrace command: record a program, dump or summarise a
+ * trace.
+ *
+ *   mmtrace record [-o FILE] [--alloc NAME|PATH.so] -- CMD ARGS...
+ *   mmtrace dump [--partial] TRACE
+ *   mmtrace info [--partial] TRACE
+ *
+ * Exit status: the traced command's for record (128 + N when signal N
+ * killed it); 2 for a usage error, an unreadable or corrupt trace; 0 else.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "reader.h"
+
+#if defined(__x86_64__)
+#define MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define MULTIARCH "aarch64-linux-gnu"
+#else
+#define MULTIARCH "unknown-linux-gnu"
+#endif
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: mmtrace record [-o FILE] [--alloc NAME|PATH.so] -- CMD [ARGS...]\n"
+          "       mmtrace dump [--partial] TRACE\n"
+          "       mmtrace info [--partial] TRACE\n"
+          "Writes FILE (default CMD.mmtrace) for the traced process, FILE.<pid> for each\n"
+          "process it forks or image it execs; the format is trace/FORMAT.md.\n");
+}
+
+/* The directory of this executable, for finding libmmtrace.so beside it. */
+static void self_dir(char *out, size_t n) {
+  ssize_t l = readlink("/proc/self/exe", out, n - 1);
+  if (l <= 0) { snprintf(out, n, "."); return; }
+  out[l] = 0;
+  char *slash = strrchr(out, '/');
+  if (slash) *slash = 0;
+}
+
+static bool exists(const char *p) { return access(p, R_OK) == 0; }
+
+static int find_tracer(char *out, size_t n) {
+  const char *env = getenv("MMTRACE_LIB");
+  if (env && *env) {
+    if (!exists(env)) { fprintf(stderr, "mmtrace: MMTRACE_LIB=%s does not exist\n", env); return -1; }
+    snprintf(out, n, "%s", env);
+    return 0;
+  }
+  char dir[PATH_MAX];
+  self_dir(dir, sizeof dir);
+  const char *cands[] = {"%s/libmmtrace.so", "%s/../lib/mmtrace/libmmtrace.so",
+                         "%s/../lib64/mmtrace/libmmtrace.so", "%s/../lib/" MULTIARCH "/mmtrace/libmmtrace.so",
+                         "%s/../build/libmmtrace.so"};
+  for (size_t i = 0; i < sizeof cands / sizeof *cands; i++) {
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, cands[i], dir);
+    if (exists(p) && realpath(p, out) && strlen(out) < n) return 0;
+  }
+  fprintf(stderr, "mmtrace: libmmtrace.so not found beside %s (run 'make', or set MMTRACE_LIB)\n", dir);
+  return -1;
+}
+
+/* The allocator a name stands for, as bin/mmrun knows them; NULL for glibc. */
+static int mmt_allocator_path(const char *name, char *out, size_t n) {
+  const char *multi = MULTIARCH;
+  static const struct { const char *name, *file, *pkg; } peers[] = {
+    {"jemalloc", "libjemalloc.so.2", "libjemalloc2"},
+    {"tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"},
+    {"mimalloc", "libmimalloc.so.2", "libmimalloc2.0"},
+    {"tbbmalloc", "libtbbmalloc_proxy.so.2", "libtbbmalloc2"},
+  };
+  out[0] = 0;
+  if (strcmp(name, "glibc") == 0) return 0;
+  if (strcmp(name, "mmalloc") == 0) {
+    char dir[PATH_MAX];
+    self_dir(dir, sizeof dir);
+    const char *env = getenv("MMALLOC_LIB");
+    const char *cands[] = {"%s/libmmalloc.so", "%s/../lib/libmmalloc.so", "%s/../build/libmmalloc.so"};
+    if (env && exists(env)) { snprintf(out, n, "%s", env); return 0; }
+    for (size_t i = 0; i < 3; i++) {
+      char p[PATH_MAX + 64];
+      snprintf(p, sizeof p, cands[i], dir);
+      if (exists(p) && realpath(p, out) && strlen(out) < n) return 0;
+    }
+    fprintf(stderr, "mmtrace: libmmalloc.so not found beside %s (run 'make', or set MMALLOC_LIB)\n", dir);
+    return -1;
+  }
+  for (size_t i = 0; i < sizeof peers / sizeof *peers; i++) {
+    if (strcmp(name, peers[i].name) != 0) continue;
+    snprintf(out, n, "/usr/lib/%s/%s", multi, peers[i].file);
+    if (exists(out)) return 0;
+    fprintf(stderr, "mmtrace: %s is not installed (apt-get install %s)\n", name, peers[i].pkg);
+    return -1;
+  }
+  if (strstr(name, ".so")) {
+    if (!exists(name)) { fprintf(stderr, "mmtrace: %s does not exist\n", name); return -1; }
+    snprintf(out, n, "%s", name);
+    return 0;
+  }
+  fprintf(stderr, "mmtrace: unknown allocator '%s' (mmalloc, glibc, jemalloc, tcmalloc, mimalloc, tbbmalloc, "
+          "or a PATH.so)\n", name);
+  return -1;
+}
+
+/* FILE, FILE.<pid> and FILE.<pid>.<k>: the names the tracer writes. */
+static bool is_trace_name(const char *base, const char *name) {
+  size_t bl = strlen(base);
+  if (strncmp(name, base, bl) != 0) return false;
+  const char *s = name + bl;
+  if (!*s) return true;
+  int dots = 0;
+  for (; *s; s++) {
+    if (*s == '.') { if (++dots > 2 || !s[1] || s[1] == '.') return false; }
+    else if (*s < '0' || *s > '9') return false;
+  }
+  return name[bl] == '.';
+}
+
+typedef void (*trace_file_fn)(const char *path, void *arg);
+static void for_trace_files(const char *out, trace_file_fn fn, void *arg) {
+  char dirbuf[PATH_MAX], basebuf[PATH_MAX];
+  snprintf(dirbuf, sizeof dirbuf, "%s", out);
+  snprintf(basebuf, sizeof basebuf, "%s", out);
+  const char *dir = dirname(dirbuf), *base = basename(basebuf);
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!is_trace_name(base, e->d_name)) continue;
+    char p[2 * PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    fn(p, arg);
+  }
+  closedir(d);
+}
+
+static void remove_old(const char *path, void *arg) {
+  (void)arg;
+  if (unlink(path) != 0) fprintf(stderr, "mmtrace: cannot remove the old trace %s: %s\n", path, strerror(errno));
+}
+static void say_written(const char *path, void *arg) {
+  struct stat st;
+  (*(int *)arg)++;
+  if (stat(path, &st) == 0) fprintf(stderr, "mmtrace: wrote %s (%lld bytes)\n", path, (long long)st.st_size);
+}
+
+static int cmd_record(int argc, char **argv) {
+  const char *out = NULL, *alloc = NULL;
+  int i = 1;
+  for (; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0) { i++; break; }
+    if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
+    else if (strcmp(argv[i], "--alloc") == 0 && i + 1 < argc) alloc = argv[++i];
+    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { usage(stdout); return 0; }
+    else if (argv[i][0] == '-') { fprintf(stderr, "mmtrace record: unknown option %s\n", argv[i]); return 2; }
+    else break;
+  }
+  if (i >= argc) { usage(stderr); return 2; }
+  char defname[PATH_MAX];
+  if (!out) {
+    char cmd[PATH_MAX];
+    snprintf(cmd, sizeof cmd, "%s", argv[i]);
+    snprintf(defname, sizeof defname, "%s.mmtrace", basename(cmd));
+    out = defname;
+  }
+  char lib[PATH_MAX], peer[PATH_MAX] = "";
+  if (find_tracer(lib, sizeof lib) != 0) return 2;
+  if (alloc && mmt_allocator_path(alloc, peer, sizeof peer) != 0) return 2;
+  char outabs[2 * PATH_MAX + 2];
+  if (out[0] != '/') {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) { perror("mmtrace: getcwd"); return 2; }
+    snprintf(outabs, sizeof outabs, "%s/%s", cwd, out);
+  } else {
+    snprintf(outabs, sizeof outabs, "%s", out);
+  }
+  for_trace_files(outabs, remove_old, NULL);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) { perror("mmtrace: fork"); return 2; }
+  if (pid == 0) {
+    char root[32], preload[4 * PATH_MAX];
+    snprintf(root, sizeof root, "%d", (int)getpid());
+    const char *old = getenv("LD_PRELOAD");
+    snprintf(preload, sizeof preload, "%s%s%s%s%s", lib, peer[0] ? ":" : "", peer, old && *old ? ":" : "",
+             old && *old ? old : "");
+    setenv("MMTRACE_OUT", outabs, 1);
+    setenv("MMTRACE_ROOT", root, 1);
+    if (peer[0]) setenv("MMTRACE_NEXT_PRELOAD", peer, 1);
+    setenv("LD_PRELOAD", preload, 1);
+    execvp(argv[i], argv + i);
+    fprintf(stderr, "mmtrace: cannot run %s: %s\n", argv[i], strerror(errno));
+    _exit(127);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) { perror("mmtrace: waitpid"); return 2; }
+  int files = 0;
+  for_trace_files(outabs, say_written, &files);
+  if (!files) fprintf(stderr, "mmtrace: %s made no allocation call: no trace written\n", argv[i]);
+  if (WIFSIGNALED(status)) {
+    fprintf(stderr, "mmtrace: %s was killed by signal %d\n", argv[i], WTERMSIG(status));
+    return 128 + WTERMSIG(status);
+  }
+  return WEXITSTATUS(status);
+}
+
+static void print_ref(FILE *o, const mmt_event_t *e) {
+  switch (e->ref) {
+  case MMT_REF_IS_NULL: fprintf(o, " NULL"); break;
+  case MMT_REF_IS_UNKNOWN: fprintf(o, " unknown:0x%" PRIx64, e->ref_addr); break;
+  case MMT_REF_IS_BLOCK: fprintf(o, " %" PRIu64 ".%" PRIu64, e->ref_thread, e->ref_n); break;
+  default: break;
+  }
+}
+
+/* One line per event: time thread op fields [-> new block] [flags]. */
+static void mmt_print_event(FILE *o, const mmt_event_t *e) {
+  fprintf(o, "%" PRIu64 " T%" PRIu64 " %s", e->time_ns, e->thread, mmt_op_name(e->op));
+  unsigned shape = mmt_op_shape(e->op);
+  if (e->op == MMT_THREAD_BEGIN) fprintf(o, " tid=%" PRIu64, e->os_tid);
+  if (e->op == MMT_FORK) fprintf(o, " pid=%" PRIu64, e->child_pid);
+  if (shape & MMT_HAS_REF) print_ref(o, e);
+  if (shape & MMT_HAS_NMEMB) fprintf(o, " nmemb=%" PRIu64, e->nmemb);
+  if (shape & MMT_HAS_SIZE) fprintf(o, " size=%" PRIu64, e->size);
+  if (shape & MMT_HAS_ALIGN) fprintf(o, " align=%" PRIu64, e->align);
+  if (e->allocated) fprintf(o, " -> %" PRIu64 ".%" PRIu64, e->thread, e->new_n);
+  if (e->failed) fprintf(o, " failed");
+  if (e->inplace) fprintf(o, " inplace");
+  if ((shape & MMT_RELEASES) && (shape & MMT_ALLOCATES) && e->ref != MMT_REF_IS_NULL && !e->released)
+    fprintf(o, " kept");
+  fputc('\n', o);
+}
+
+static mmt_reader_t *open_or_say(const char *path, bool partial) {
+  char err[600];
+  mmt_reader_t *r = mmt_reader_open(path, err, sizeof err);
+  if (!r) { fprintf(stderr, "%s\n", err); return NULL; }
+  mmt_reader_allow_partial(r, partial);
+  return r;
+}
+
+static int parse_one(int argc, char **argv, const char *cmd, bool *partial, const char **path) {
+  *partial = false;
+  *path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--partial") == 0) *partial = true;
+    else if (argv[i][0] == '-' && argv[i][1]) { fprintf(stderr, "mmtrace %s: unknown option %s\n", cmd, argv[i]); return 2; }
+    else if (*path) { fprintf(stderr, "mmtrace %s: one trace at a time\n", cmd); return 2; }
+    else *path = argv[i];
+  }
+  if (!*path) { usage(stderr); return 2; }
+  return 0;
+}
+
+static int cmd_dump(int argc, char **argv) {
+  bool partial;
+  const char *path;
+  if (parse_one(argc, argv, "dump", &partial, &path)) return 2;
+  mmt_reader_t *r = open_or_say(path, partial);
+  if (!r) return 2;
+  printf("# mmtrace version %u\n", mmt_reader_version(r));
+  const char *keys[] = {"program", "host", "machine", "cpus", "pid", "ppid", "forked_from", "preload"};
+  for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+    const char *v = mmt_reader_header(r, keys[k], 0);
+    if (v) printf("# %s=%s\n", keys[k], v);
+  }
+  for (unsigned a = 0; mmt_reader_header(r, "arg", a); a++) printf("# arg=%s\n", mmt_reader_header(r, "arg", a));
+  mmt_event_t e;
+  int k;
+  uint64_t n = 0;
+  while ((k = mmt_reader_next(r, &e)) > 0) { mmt_print_event(stdout, &e); n++; }
+  int rc = 0;
+  if (k < 0) {
+    fflush(stdout);
+    fprintf(stderr, "%s\n", mmt_reader_error(r));
+    rc = 2;
+  } else {
+    printf("# end: %s; %" PRIu64 " events, %" PRIu64 " threads, %u exec\n", mmt_reader_ending(r), n,
+           mmt_reader_threads(r), mmt_reader_execs(r));
+  }
+  mmt_reader_close(r);
+  return rc;
+}
+
+static int cmd_info(int argc, char **argv) {
+  bool partial;
+  const char *path;
+  if (parse_one(argc, argv, "info", &partial, &path)) return 2;
+  mmt_reader_t *r = open_or_say(path, partial);
+  if (!r) return 2;
+  uint64_t count[MMT_NOPS] = {0}, failed = 0, unknown = 0, remote = 0, n = 0, releases = 0, last = 0;
+  mmt_event_t e;
+  int k;
+  while ((k = mmt_reader_next(r, &e)) > 0) {
+    n++;
+    count[e.op]++;
+    failed += e.failed;
+    unknown += e.ref == MMT_REF_IS_UNKNOWN;
+    if (e.ref == MMT_REF_IS_BLOCK) { releases++; remote += e.ref_thread != e.thread; }
+    if (e.time_ns > last) last = e.time_ns;
+  }
+  if (k < 0) { fprintf(stderr, "%s\n", mmt_reader_error(r)); mmt_reader_close(r); return 2; }
+  const char *prog = mmt_reader_header(r, "program", 0);
+  printf("program   %s\n", prog ? prog : "?");
+  printf("ending    %s\n", mmt_reader_ending(r));
+  printf("events    %" PRIu64 " in %" PRIu64 " bytes (%.2f bytes per event)\n", n, mmt_reader_offset(r),
+         n ? (double)mmt_reader_offset(r) / (double)n : 0.0);
+  printf("threads   %" PRIu64 "\n", mmt_reader_threads(r));
+  printf("duration  %.6f s\n", (double)last / 1e9);
+  for (unsigned op = 0; op < MMT_NOPS; op++)
+    if (count[op]) printf("  %-22s %" PRIu64 "\n", mmt_op_name(op), count[op]);
+  printf("failed    %" PRIu64 "\n", failed);
+  printf("remote    %" PRIu64 " of %" PRIu64 " releases of traced blocks\n", remote, releases);
+  printf("unknown   %" PRIu64 " releases of pointers the trace never saw returned\n", unknown);
+  mmt_reader_close(r);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) { usage(stderr); return 2; }
+  const char *c = argv[1];
+  if (strcmp(c, "record") == 0) return cmd_record(argc - 1, argv + 1);
+  if (strcmp(c, "dump") == 0) return cmd_dump(argc - 1, argv + 1);
+  if (strcmp(c, "info") == 0) return cmd_info(argc - 1, argv + 1);
+  if (strcmp(c, "-h") == 0 || strcmp(c, "--help") == 0 || strcmp(c, "help") == 0) { usage(stdout); return 0; }
+  fprintf(stderr, "mmtrace: unknown command '%s'\n", c);
+  usage(stderr);
+  return 2;
+}

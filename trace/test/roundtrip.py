@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""roundtrip.py — records test/calls.cpp under the tracer and checks that the
+trace decodes to exactly the calls the program says it made.
+
+    roundtrip.py MMTRACE CALLS WORKDIR MODE
+
+MODE calls: four threads make every malloc-family call and C++ operator,
+hand blocks round a ring (remote frees and reallocs), and fail on purpose;
+the main thread's operator new throws.  calls writes what it did
+(calls.cpp); each thread's span between its start marker and the marker's
+free must be that list, event for event, with block ids mapped through one
+thread-name-to-index bijection.
+MODE fork, exec, abort, kill, exitthread: the process events (see each
+check below).
+"""
+import itertools
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+MARKER = 999983
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def dump(mmtrace, path, partial=False):
+    r = run([mmtrace, "dump"] + (["--partial"] if partial else []) + [path])
+    if r.returncode != 0:
+        fail(f"mmtrace dump {path}: status {r.returncode}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def events(text):
+    """(thread, op, rest) per event line, in file order."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        _, t, op, *rest = line.split(" ")
+        out.append((int(t[1:]), op, " ".join(rest)))
+    return out
+
+
+def ending(text):
+    last = text.rstrip("\n").splitlines()[-1]
+    m = re.match(r"# end: (.*?); (\d+) events", last)
+    if not m:
+        fail(f"no end line in the dump: {last!r}")
+    return m.group(1)
+
+
+def check_calls(mmtrace, calls, work):
+    trace, expect = os.path.join(work, "calls.mmtrace"), os.path.join(work, "calls.expect")
+    r = run([mmtrace, "record", "-o", trace, "--", calls, expect])
+    if r.returncode != 0:
+        fail(f"record: status {r.returncode}: {r.stderr}")
+    text = dump(mmtrace, trace)
+    if ending(text) != "exit":
+        fail("the trace of a normal exit does not end with exit")
+    evs = events(text)
+    # each trace thread's marked span, ids rewritten <thread>.<k from the marker>
+    spans, base, closed = {}, {}, set()
+    for t, op, rest in evs:
+        if op == "malloc" and rest.startswith(f"size={MARKER} -> "):
+            if t in base:
+                fail(f"thread {t} has two start markers")
+            base[t] = int(rest.split(" -> ")[1].split(".")[1])
+            spans[t] = ["begin"]
+        elif t in spans and t not in closed:
+            if op == "free" and rest == f"{t}.{base[t]}":
+                closed.add(t)
+            else:
+                spans[t].append(f"{op} {rest}".strip())
+
+    def rebase(line):
+        def sub(m):
+            owner, n = int(m.group(1)), int(m.group(2))
+            if owner not in base:
+                return f"?{owner}.{n}"
+            return f"T{owner}.{n - base[owner] - 1}"
+        return re.sub(r"\b(\d+)\.(\d+)\b", sub, line)
+
+    got = {}
+    for t, lines in spans.items():
+        if t not in closed:
+            fail(f"thread {t}'s span has no end (marker never freed)")
+        got[t] = [rebase(l) for l in lines]
+    want = {}
+    with open(expect) as f:
+        for line in f:
+            name, rest = line.rstrip("\n").split(" ", 1)
+            want.setdefault(name, []).append(rest)
+    if len(want) != len(got):
+        fail(f"{len(want)} threads in the program's list, {len(got)} marked spans in the trace")
+    names, threads = sorted(want), sorted(got)
+
+    def pattern(line, mapping):
+        line = re.sub(r"\b([a-z]\d*)\.(\d+)\b",
+                      lambda m: f"T{mapping[m.group(1)]}.{m.group(2)}" if m.group(1) in mapping else m.group(0),
+                      line)
+        return "^" + re.escape(line).replace(r"\*", r"[^ ]+") + "$"
+
+    def matches(mapping):
+        for name in names:
+            w, g = want[name], got[mapping[name]]
+            if len(w) != len(g):
+                return f"{name}: {len(w)} calls listed, {len(g)} in the trace"
+            for i, (a, b) in enumerate(zip(w, g)):
+                if not re.match(pattern(a, mapping), b):
+                    return f"{name} call {i}: the program made '{a}', the trace says '{b}'"
+        return None
+
+    best = None
+    for perm in itertools.permutations(threads):
+        mapping = dict(zip(names, perm))
+        err = matches(mapping)
+        if err is None:
+            total = sum(len(v) for v in want.values())
+            print(f"ok: {total} calls in {len(names)} threads match the trace")
+            return
+        best = best or err
+    fail(f"no thread mapping makes the trace match the calls; first difference: {best}")
+
+
+def check_fork(mmtrace, calls, work):
+    trace = os.path.join(work, "fork.mmtrace")
+    r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, "fork.expect"), "fork"])
+    if r.returncode != 0:
+        fail(f"record: status {r.returncode}: {r.stderr}")
+    child = int(open(os.path.join(work, "fork.expect")).read().split()[1])
+    parent_text = dump(mmtrace, trace)
+    child_path = f"{trace}.{child}"
+    if not os.path.exists(child_path):
+        fail(f"the forked child wrote no {child_path}")
+    child_text = dump(mmtrace, child_path)
+    pe, ce = events(parent_text), events(child_text)
+    if not any(op == "fork" and rest == f"pid={child}" for _, op, rest in pe):
+        fail("no fork event with the child's pid in the parent's trace")
+    m = [rest for _, op, rest in pe if op == "malloc" and rest.startswith("size=555 -> ")]
+    if len(m) != 1 or ("free", m[0].split(" -> ")[1]) not in [(op, rest) for _, op, rest in pe]:
+        fail("the parent's block of 555 bytes is not allocated and freed in the parent's trace")
+    parent_pid = re.search(r"^# pid=(\d+)$", parent_text, re.M).group(1)
+    if f"# forked_from={parent_pid}" not in child_text.splitlines():
+        fail("the child's header does not name the parent it was forked from")
+    if not any(op == "free" and rest.startswith("unknown:") for _, op, rest in ce):
+        fail("the child's free of the inherited block is not an unknown pointer")
+    cm = [rest for _, op, rest in ce if op == "malloc" and rest.startswith("size=666 -> ")]
+    if len(cm) != 1 or not cm[0].endswith(" -> 0." + cm[0].split(".")[-1]):
+        fail("the child's own block is not in its trace, numbered from thread 0")
+    if any(op == "malloc" and rest.startswith("size=555") for _, op, rest in ce):
+        fail("the parent's events leaked into the child's trace")
+    if ending(parent_text) != "exit" or ending(child_text) != "exit":
+        fail("parent or child trace does not end with exit")
+    print(f"ok: parent and child {child} traced apart")
+
+
+def check_exec(mmtrace, calls, work):
+    trace = os.path.join(work, "exec.mmtrace")
+    r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, "exec.expect"), "exec"])
+    if r.returncode != 0:
+        fail(f"record: status {r.returncode}: {r.stderr}")
+    first = dump(mmtrace, trace)
+    others = [f for f in os.listdir(work) if f.startswith("exec.mmtrace.")]
+    if len(others) != 1:
+        fail(f"the exec'd image wrote {len(others)} files, not 1: {others}")
+    second = dump(mmtrace, os.path.join(work, others[0]))
+    if "1 exec" not in first.splitlines()[-1]:
+        fail("the first image's trace has no exec record")
+    if ending(first) != "exec" or ending(second) != "exit":
+        fail(f"the images end with '{ending(first)}' and '{ending(second)}', not exec and exit")
+    if "size=444" not in first or "size=777" not in second:
+        fail("each image's own allocation is not in its own trace")
+    if "size=777" in first:
+        fail("the exec'd image's events are in the first image's trace")
+    print("ok: both images traced, the first marked as exec'd")
+
+
+def check_abort(mmtrace, calls, work):
+    trace = os.path.join(work, "abort.mmtrace")
+    r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, "abort.expect"), "abort"])
+    if r.returncode != 128 + signal.SIGABRT:
+        fail(f"record should exit 134 for an aborted program, got {r.returncode}")
+    text = dump(mmtrace, trace)
+    if ending(text) != f"signal {int(signal.SIGABRT)}":
+        fail(f"an aborted program's trace ends with '{ending(text)}'")
+    if "malloc size=333" not in text:
+        fail("the block allocated before abort() is not in the trace")
+    print("ok: abort flushed, ending 'signal 6'")
+
+
+def check_kill(mmtrace, calls, work):
+    trace, ready = os.path.join(work, "kill.mmtrace"), os.path.join(work, "kill.ready")
+    if os.path.exists(ready):
+        os.unlink(ready)
+    p = subprocess.Popen([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, "kill.expect"),
+                          "kill", ready], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not os.path.exists(ready):
+        if time.time() > deadline or p.poll() is not None:
+            p.kill()
+            fail("the program never became ready")
+        time.sleep(0.05)
+    # the traced process is record's child: the only process whose trace is `trace`
+    pid = int(subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()[0])
+    os.kill(pid, signal.SIGKILL)
+    _, err = p.communicate(timeout=60)
+    if p.returncode != 128 + signal.SIGKILL:
+        fail(f"record should exit 137 for a killed program, got {p.returncode}")
+    r = run([mmtrace, "dump", trace])
+    if r.returncode != 2 or f"{trace}: byte " not in r.stderr or "without an end record" not in r.stderr:
+        fail(f"a killed program's trace read without --partial: status {r.returncode}, {r.stderr.strip()!r}")
+    text = dump(mmtrace, trace, partial=True)
+    n = sum(1 for _, op, _ in events(text) if op == "malloc")
+    if n < 1000 or ending(text) != "partial":
+        fail(f"only {n} mallocs survive the kill (each full buffer is written as it fills)")
+    print(f"ok: killed with SIGKILL, {n} mallocs readable with --partial, an error without")
+
+
+def check_exitthread(mmtrace, calls, work):
+    trace = os.path.join(work, "exitthread.mmtrace")
+    r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, "exitthread.expect"), "exitthread"])
+    if r.returncode != 0:
+        fail(f"record: status {r.returncode}: {r.stderr}")
+    evs = events(dump(mmtrace, trace))
+    t = [t for t, op, rest in evs if op == "malloc" and rest.startswith("size=4000")]
+    if len(t) != 1:
+        fail("the exited thread's block is not in the trace")
+    ops = [op for tt, op, _ in evs if tt == t[0]]
+    if ops[0] != "thread_begin" or ops[-1] != "thread_end":
+        fail(f"the exited thread's events do not run from thread_begin to thread_end: {ops}")
+    main_after = sum(1 for tt, op, _ in evs if tt == 0 and op == "malloc")
+    if main_after < 1000:
+        fail("the main thread's calls after the thread exited are missing")
+    print("ok: the exited thread is complete, begin to end")
+
+
+def main():
+    mmtrace, calls, work, mode = sys.argv[1:5]
+    os.makedirs(work, exist_ok=True)
+    checks = {"calls": check_calls, "fork": check_fork, "exec": check_exec, "abort": check_abort,
+              "kill": check_kill, "exitthread": check_exitthread}
+    checks[mode](mmtrace, calls, work)
+
+
+if __name__ == "__main__":
+    main()
