@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""overhead.py — what tracing costs: each program run untraced, under
+`mmtrace record` and under heaptrack, alternating, several repetitions;
+median wall time, the ratio to the untraced run, and the trace's bytes per
+call.  Results: bench/results/<date>-trace-overhead-<host>/ (results.csv,
+report.md).
+
+    python3 trace/overhead.py [--reps N] [--build-dir build] [--cases a,b] [--out DIR]
+
+Cases: python (a two-thread CPython script with PYTHONMALLOC=malloc, every
+object through malloc), bwa (bwa mem -t 2 on the quick synthetic genome of
+make bench), and the pure allocation loops of make bench at 2 threads
+(larson, recycle, xfree, quick sizes): the worst case, nothing but calls.
+"""
+import argparse
+import datetime
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+PY_SCRIPT = r'''
+import json, threading
+def work(seed):
+    d = {}
+    for i in range(300000):
+        k = str((i * 7919 + seed) % 5000)
+        d[k] = [i, k * 3, {"k": i, "s": k}]
+    json.dumps(sorted(d.items())[:2000])
+ts = [threading.Thread(target=work, args=(s,)) for s in range(2)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+'''
+
+
+def cases(build, tmp):
+    import suite
+    out = {}
+    py = shutil.which("python3.11") or "/usr/bin/python3"
+    script = os.path.join(tmp, "dicts.py")
+    with open(script, "w") as f:
+        f.write(PY_SCRIPT)
+    out["python"] = ([os.path.realpath(py), script], {"PYTHONMALLOC": "malloc"})
+    try:
+        import bwa_data
+        if not bwa_data.tools_missing():
+            q = suite.BWA["quick"]
+            ref, r1, r2 = bwa_data.prepare(os.path.join(ROOT, "bench", "data"), q["genome_bp"], q["pairs"],
+                                           log=lambda m: print(m, file=sys.stderr))
+            out["bwa"] = (bwa_data.command(2, ref, r1, r2), {})
+    except Exception as e:  # the other cases still run
+        print(f"overhead: bwa left out: {e}", file=sys.stderr)
+    for w in ("larson", "recycle", "xfree"):
+        out[w] = ([os.path.join(build, "bench", w), "threads=2"] + suite.args_for(w, "quick"), {})
+    return out
+
+
+def run_once(cmd, env, mode, build, tmp):
+    e = dict(os.environ, **env)
+    if mode == "mmtrace":
+        cmd = [os.path.join(build, "mmtrace"), "record", "-o", os.path.join(tmp, "t.mmtrace"), "--"] + cmd
+    elif mode == "heaptrack":
+        cmd = ["heaptrack", "-o", os.path.join(tmp, "h")] + cmd
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"overhead: {mode} {' '.join(cmd)} failed ({r.returncode}): {r.stderr[-500:]}")
+    return dt
+
+
+def trace_size(build, tmp):
+    """(bytes, calls) over every file of the last recording."""
+    total_b = total_n = 0
+    for f in os.listdir(tmp):
+        if not f.startswith("t.mmtrace"):
+            continue
+        p = os.path.join(tmp, f)
+        info = subprocess.run([os.path.join(build, "mmtrace"), "info", "--partial", p],
+                              capture_output=True, text=True).stdout
+        for line in info.splitlines():
+            if line.startswith("events"):
+                parts = line.split()
+                total_n += int(parts[1])
+                total_b += int(parts[3])
+    return total_b, total_n
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--cases", default="")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build_dir)
+    modes = ["plain", "mmtrace"] + (["heaptrack"] if shutil.which("heaptrack") else [])
+    if "heaptrack" not in modes:
+        print("overhead: heaptrack is not installed (apt-get install heaptrack): left out", file=sys.stderr)
+    tmp = tempfile.mkdtemp(prefix="mmtrace-overhead-")
+    all_cases = cases(build, tmp)
+    names = [c for c in (a.cases.split(",") if a.cases else all_cases) if c in all_cases]
+    times = {(c, m): [] for c in names for m in modes}
+    sizes = {}
+    for rep in range(a.reps):
+        for c in names:
+            cmd, env = all_cases[c]
+            for m in (modes if rep % 2 == 0 else list(reversed(modes))):
+                for f in os.listdir(tmp):
+                    if f.startswith(("t.mmtrace", "h.")):
+                        os.unlink(os.path.join(tmp, f))
+                times[(c, m)].append(run_once(cmd, env, m, build, tmp))
+                if m == "mmtrace" and c not in sizes:
+                    sizes[c] = trace_size(build, tmp)
+            print(f"rep {rep + 1}/{a.reps} {c}: " + ", ".join(f"{m} {times[(c, m)][-1]:.2f} s" for m in modes),
+                  file=sys.stderr)
+    host = platform.node() or "host"
+    out = a.out or os.path.join(ROOT, "bench", "results",
+                                f"{datetime.date.today().isoformat()}-trace-overhead-{host}")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.csv"), "w") as f:
+        f.write("case,mode,rep,seconds\n")
+        for (c, m), ts in times.items():
+            for i, t in enumerate(ts):
+                f.write(f"{c},{m},{i},{t:.4f}\n")
+    lines = ["# Tracing overhead", "",
+             f"`python3 trace/overhead.py --reps {a.reps}` on {host} ({os.cpu_count()} CPUs), "
+             f"{datetime.date.today().isoformat()}. Median wall time of {a.reps} runs, modes alternating; "
+             "ratio to the untraced run; trace bytes per recorded call.", "",
+             "| case | untraced s | mmtrace s | ratio | heaptrack s | ratio | calls | bytes/call |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in names:
+        med = {m: statistics.median(times[(c, m)]) for m in modes}
+        b, n = sizes.get(c, (0, 0))
+        ht = (f"{med['heaptrack']:.2f} | {med['heaptrack'] / med['plain']:.2f}" if "heaptrack" in med else "- | -")
+        lines.append(f"| {c} | {med['plain']:.2f} | {med['mmtrace']:.2f} | {med['mmtrace'] / med['plain']:.2f} | "
+                     f"{ht} | {n} | {b / n if n else 0:.2f} |")
+    open(os.path.join(out, "report.md"), "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
