@@ -1,5 +1,5 @@
 /* tool.c — the mmtrace command: record a program, dump or summarise a
- * trace.
+ * trace; stats (stats.c) and report (report.py) are dispatched from here.
  *
  *   mmtrace record [-o FILE] [--alloc NAME|PATH.so] -- CMD ARGS...
  *   mmtrace dump [--partial] TRACE
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "reader.h"
+#include "tool.h"
 
 #if defined(__x86_64__)
 #define MULTIARCH "x86_64-linux-gnu"
@@ -37,6 +38,8 @@ static void usage(FILE *out) {
           "usage: mmtrace record [-o FILE] [--alloc NAME|PATH.so] -- CMD [ARGS...]\n"
           "       mmtrace dump [--partial] TRACE\n"
           "       mmtrace info [--partial] TRACE\n"
+          "       mmtrace stats [--partial] TRACE          (JSON: what the report plots)\n"
+          "       mmtrace report [--partial] TRACE [-o DIR] (markdown and plots, default TRACE.report/)\n"
           "Writes FILE (default CMD.mmtrace) for the traced process, FILE.<pid> for each\n"
           "process it forks or image it execs; the format is trace/FORMAT.md.\n");
 }
@@ -151,10 +154,14 @@ static void remove_old(const char *path, void *arg) {
   (void)arg;
   if (unlink(path) != 0) fprintf(stderr, "mmtrace: cannot remove the old trace %s: %s\n", path, strerror(errno));
 }
+/* The files a recording wrote: the first few named, then a count. */
+typedef struct { int files; long long bytes; } written_t;
 static void say_written(const char *path, void *arg) {
+  written_t *w = arg;
   struct stat st;
-  (*(int *)arg)++;
-  if (stat(path, &st) == 0) fprintf(stderr, "mmtrace: wrote %s (%lld bytes)\n", path, (long long)st.st_size);
+  if (stat(path, &st) != 0) return;
+  if (++w->files <= 8) fprintf(stderr, "mmtrace: wrote %s (%lld bytes)\n", path, (long long)st.st_size);
+  w->bytes += st.st_size;
 }
 
 static int cmd_record(int argc, char **argv) {
@@ -208,9 +215,12 @@ static int cmd_record(int argc, char **argv) {
   int status;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) { perror("mmtrace: waitpid"); return 2; }
-  int files = 0;
-  for_trace_files(outabs, say_written, &files);
-  if (!files) fprintf(stderr, "mmtrace: %s made no allocation call: no trace written\n", argv[i]);
+  written_t w = {0, 0};
+  for_trace_files(outabs, say_written, &w);
+  if (w.files > 8)
+    fprintf(stderr, "mmtrace: ... %d trace files in all, %lld bytes (one per process image: %s and %s.<pid>...)\n",
+            w.files, w.bytes, outabs, outabs);
+  if (!w.files) fprintf(stderr, "mmtrace: %s made no allocation call: no trace written\n", argv[i]);
   if (WIFSIGNALED(status)) {
     fprintf(stderr, "mmtrace: %s was killed by signal %d\n", argv[i], WTERMSIG(status));
     return 128 + WTERMSIG(status);
@@ -330,12 +340,41 @@ static int cmd_info(int argc, char **argv) {
   return 0;
 }
 
+/* report: trace/report.py (from the source tree this binary was built in,
+ * or the installed copy), which runs `mmtrace stats` and plots. */
+static int cmd_report(int argc, char **argv) {
+  char dir[PATH_MAX], script[PATH_MAX + 64], self[PATH_MAX];
+  self_dir(dir, sizeof dir);
+  snprintf(script, sizeof script, "%s/../share/mmalloc/mmtrace_report.py", dir);
+  if (!exists(script)) snprintf(script, sizeof script, "%s", MMT_SOURCE_DIR "/report.py");
+  if (!exists(script)) {
+    fprintf(stderr, "mmtrace: the report script is not installed beside %s (nor at %s)\n", dir, script);
+    return 2;
+  }
+  ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (l <= 0) { perror("mmtrace: /proc/self/exe"); return 2; }
+  self[l] = 0;
+  char **args = calloc((size_t)argc + 5, sizeof *args);
+  if (!args) return 2;
+  int n = 0;
+  args[n++] = "python3";
+  args[n++] = script;
+  args[n++] = "--mmtrace";
+  args[n++] = self;
+  for (int i = 1; i < argc; i++) args[n++] = argv[i];
+  execvp("python3", args);
+  fprintf(stderr, "mmtrace: cannot run python3: %s\n", strerror(errno));
+  return 2;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) { usage(stderr); return 2; }
   const char *c = argv[1];
   if (strcmp(c, "record") == 0) return cmd_record(argc - 1, argv + 1);
   if (strcmp(c, "dump") == 0) return cmd_dump(argc - 1, argv + 1);
   if (strcmp(c, "info") == 0) return cmd_info(argc - 1, argv + 1);
+  if (strcmp(c, "stats") == 0) return mmt_cmd_stats(argc - 1, argv + 1);
+  if (strcmp(c, "report") == 0) return cmd_report(argc - 1, argv + 1);
   if (strcmp(c, "-h") == 0 || strcmp(c, "--help") == 0 || strcmp(c, "help") == 0) { usage(stdout); return 0; }
   fprintf(stderr, "mmtrace: unknown command '%s'\n", c);
   usage(stderr);
