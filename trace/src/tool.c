@@ -1,5 +1,6 @@
 /* tool.c — the mmtrace command: record a program, dump or summarise a
- * trace; stats (stats.c) and report (report.py) are dispatched from here.
+ * trace; stats (stats.c), report (report.py) and replay (replay.c) are
+ * dispatched from here.
  *
  *   mmtrace record [-o FILE] [--alloc NAME|PATH.so] -- CMD ARGS...
  *   mmtrace dump [--partial] TRACE
@@ -40,6 +41,8 @@ static void usage(FILE *out) {
           "       mmtrace info [--partial] TRACE\n"
           "       mmtrace stats [--partial] TRACE          (JSON: what the report plots)\n"
           "       mmtrace report [--partial] TRACE [-o DIR] (markdown and plots, default TRACE.report/)\n"
+          "       mmtrace replay TRACE [--alloc NAME|PATH.so]... [--reps N] [--speed S] [--touch page|all]\n"
+          "                      [--partial] [--keep DIR]   (the calls again, on each allocator: time, RSS, faults)\n"
           "Writes FILE (default CMD.mmtrace) for the traced process, FILE.<pid> for each\n"
           "process it forks or image it execs; the format is trace/FORMAT.md.\n");
 }
@@ -76,8 +79,8 @@ static int find_tracer(char *out, size_t n) {
   return -1;
 }
 
-/* The allocator a name stands for, as bin/mmrun knows them; NULL for glibc. */
-static int mmt_allocator_path(const char *name, char *out, size_t n) {
+/* The allocator a name stands for, as bin/mmrun knows them (tool.h). */
+int mmt_allocator_path(const char *name, char *out, size_t n) {
   const char *multi = MULTIARCH;
   static const struct { const char *name, *file, *pkg; } peers[] = {
     {"jemalloc", "libjemalloc.so.2", "libjemalloc2"},
@@ -375,6 +378,8 @@ int main(int argc, char **argv) {
   if (strcmp(c, "info") == 0) return cmd_info(argc - 1, argv + 1);
   if (strcmp(c, "stats") == 0) return mmt_cmd_stats(argc - 1, argv + 1);
   if (strcmp(c, "report") == 0) return cmd_report(argc - 1, argv + 1);
+  if (strcmp(c, "replay") == 0) return mmt_cmd_replay(argc - 1, argv + 1);
+  if (strcmp(c, "replay-run") == 0) return mmt_cmd_replay_run(argc - 1, argv + 1);
   if (strcmp(c, "-h") == 0 || strcmp(c, "--help") == 0 || strcmp(c, "help") == 0) { usage(stdout); return 0; }
   fprintf(stderr, "mmtrace: unknown command '%s'\n", c);
   usage(stderr);

@@ -3,7 +3,16 @@
 #ifndef MMTRACE_TOOL_H
 #define MMTRACE_TOOL_H
 
+#include <stddef.h>
+
 /* argv[0] is the subcommand's name; the exit status is the command's. */
 int mmt_cmd_stats(int argc, char **argv);    /* stats.c: one pass, JSON on stdout */
+int mmt_cmd_replay(int argc, char **argv);   /* replay.c: prepare, run per allocator, measure */
+int mmt_cmd_replay_run(int argc, char **argv);   /* replay.c: the child that runs one replay */
+
+/* tool.c: the library an allocator name stands for (mmalloc, glibc,
+ * jemalloc, tcmalloc, mimalloc, tbbmalloc, or a PATH.so); "" for glibc.
+ * 0, or -1 after saying why on stderr. */
+int mmt_allocator_path(const char *name, char *out, size_t n);
 
 #endif

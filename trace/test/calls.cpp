@@ -8,7 +8,7 @@
 // trace against it.
 //
 //   calls EXPECT [mode]   mode: calls (default) | fork | exec | exec2 |
-//                               abort | kill READYFILE | exitthread
+//                               abort | kill READYFILE | exitthread | churn
 #include <cerrno>
 #include <cstdarg>
 #include <cstdint>
@@ -244,6 +244,54 @@ int run_calls() {
   return 0;
 }
 
+// churn: threads allocating sizes from 8 B to 64 KiB, freeing their own
+// blocks and each other's (handed over through mutex-guarded mailboxes),
+// reallocing some: a pattern for the replayer, whose every free must find
+// its block.
+struct Mailbox {
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  void *items[4096];
+  int n = 0;
+};
+constexpr int kChurnThreads = 4;
+Mailbox mailbox[kChurnThreads];
+
+void *churn_thread(void *arg) {
+  int me = (int)(intptr_t)arg;
+  uint64_t seed = 0x2545f4914f6cdd1dull * (uint64_t)(me + 1);
+  auto next = [&seed]() { seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17; return seed; };
+  void *own[256] = {};
+  for (int i = 0; i < 20000; i++) {
+    uint64_t r = next();
+    int k = (int)(r % 256);
+    switch ((r >> 8) % 8) {
+    case 0: case 1: case 2:                 // allocate (replacing: free the old one)
+      free(own[k]);
+      own[k] = malloc((r >> 16) % 64 == 0 ? 65536 : 8 + (r >> 24) % 2048);
+      break;
+    case 3:                                 // grow
+      if (own[k]) own[k] = realloc(own[k], 16 + (r >> 16) % 8192);
+      break;
+    case 4: case 5: {                       // hand a block to another thread
+      if (!own[k]) break;
+      Mailbox &m = mailbox[(me + 1 + (int)((r >> 16) % (kChurnThreads - 1))) % kChurnThreads];
+      pthread_mutex_lock(&m.lock);
+      if (m.n < 4096) { m.items[m.n++] = own[k]; own[k] = nullptr; }
+      pthread_mutex_unlock(&m.lock);
+      break;
+    }
+    default: {                              // free what others handed over
+      Mailbox &m = mailbox[me];
+      pthread_mutex_lock(&m.lock);
+      while (m.n > 0) free(m.items[--m.n]);
+      pthread_mutex_unlock(&m.lock);
+    }
+    }
+  }
+  for (auto &p : own) free(p);
+  return nullptr;
+}
+
 void *exiting_thread(void *) {
   static Thread t;
   snprintf(t.name, sizeof t.name, "x");
@@ -260,7 +308,7 @@ void *exiting_thread(void *) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: calls EXPECT [calls|fork|exec|exec2|abort|kill READY|exitthread]\n");
+    fprintf(stderr, "usage: calls EXPECT [calls|fork|exec|exec2|abort|kill READY|exitthread|churn]\n");
     return 2;
   }
   const char *mode = argc > 2 ? argv[2] : "calls";
@@ -303,6 +351,12 @@ int main(int argc, char **argv) {
     FILE *ready = fopen(argc > 3 ? argv[3] : "ready", "w");
     if (ready) fclose(ready);
     for (;;) pause();
+  } else if (strcmp(mode, "churn") == 0) {
+    pthread_t th[kChurnThreads];
+    for (int i = 0; i < kChurnThreads; i++) pthread_create(&th[i], nullptr, churn_thread, (void *)(intptr_t)i);
+    for (int i = 0; i < kChurnThreads; i++) pthread_join(th[i], nullptr);
+    for (auto &m : mailbox)
+      while (m.n > 0) free(m.items[--m.n]);
   } else if (strcmp(mode, "exitthread") == 0) {   // a thread exits while the main thread goes on
     pthread_t th;
     pthread_create(&th, nullptr, exiting_thread, nullptr);

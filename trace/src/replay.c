@@ -1,0 +1,808 @@
+/* replay.c — `mmtrace replay`: run a trace's calls again, with the same
+ * threads, on any allocator, and measure time, peak RSS and page faults.
+ *
+ *   mmtrace replay TRACE [--alloc NAME|PATH.so]... [--reps N] [--speed S]
+ *                  [--touch page|all] [--partial] [--keep DIR]
+ *
+ * Three parts:
+ *
+ * 1. prepare (once per trace, in this process): one pass over the trace in
+ *    file order writes one program per trace thread (fixed 48-byte ops) in
+ *    a work directory, and gives every block a slot in a table of live
+ *    blocks.  A slot is reused for a new block of the thread that freed it
+ *    (that thread's later calls come after its free in its own program),
+ *    so the table holds about the peak number of live blocks.
+ *
+ * 2. run (`mmtrace replay-run DIR`, a child with LD_PRELOAD set to the
+ *    allocator): one replay thread per trace thread, each executing its
+ *    program.  Every op on a slot names the slot's generation it expects
+ *    and bumps it; an op waits (spinning, then yielding) until its slot has
+ *    that generation.  So a free waits until its block exists, and a new
+ *    block waits until the slot's previous block is gone.  Every wait is
+ *    for a call that happened earlier in real time (the recorder stamps a
+ *    release before it happens and an allocation after), so the waits form
+ *    no cycle.  Threads start in the order they began; before starting one,
+ *    the threads whose thread_end came before its begin are joined, so
+ *    the replay has the same threads alive at once as the program had.
+ *    Each new block gets one byte written per 4 KiB page (--touch all:
+ *    every byte), so RSS and page faults are real.  --speed S waits S times
+ *    the recorded time between a thread's calls (the program's own work);
+ *    --speed 0 (the default) replays the calls back to back.
+ *
+ * 3. measure (this process): each allocator in turn, alternating order
+ *    every repetition, wall time of the run phase from the child, peak RSS
+ *    and page faults from wait4; medians.
+ *
+ * What a replay cannot reproduce, and counts: pointers the trace never saw
+ * returned are skipped; a call that failed in the trace is made again with
+ * the same arguments (a result is freed at once); a block the replayed
+ * allocator refuses (NULL where the program got memory) is counted, and its
+ * later release is of NULL.  C++ new is replayed by the nothrow operator of
+ * the same kind (a C replayer cannot catch bad_alloc); pvalloc, valloc and
+ * reallocarray by memalign and realloc on an allocator that lacks them.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "reader.h"
+#include "tool.h"
+
+#define NO_SLOT UINT32_MAX
+
+enum { R_FAILED = 1 };              /* the call failed in the trace */
+
+typedef struct {
+  uint8_t op;                       /* enum mmt_op */
+  uint8_t flags;
+  uint16_t unused;
+  uint32_t slot, gen;               /* the block the call releases (or reallocs in place of) */
+  uint32_t slot2, gen2;             /* the block it returns */
+  uint32_t unused2;
+  uint64_t size, arg;               /* arg: alignment or nmemb */
+  uint64_t dt_ns;                   /* since the thread's previous call */
+} rop_t;
+_Static_assert(sizeof(rop_t) == 48, "a replay op is 48 bytes: patched in place by offset");
+
+/* ---- prepare ------------------------------------------------------------- */
+
+typedef struct {
+  int fd;                           /* -1 while closed */
+  unsigned char *buf;
+  size_t fill;                      /* bytes in buf, not yet written */
+  uint64_t written;                 /* bytes in the file */
+  uint64_t last_ns, begin_ns, end_ns, ops;
+  bool begun, ended;
+  uint32_t *free_slots;             /* slots this thread freed: its next blocks' */
+  size_t nfree, capfree;
+} pthread_prog_t;
+
+typedef struct { uint64_t key, a, b; } pslot_t;
+typedef struct { pslot_t *s; size_t cap, n; } ptable_t;
+
+static uint64_t pmix(uint64_t k) {
+  k ^= k >> 33; k *= 0xff51afd7ed558ccdull; k ^= k >> 33; k *= 0xc4ceb9fe1a85ec53ull; k ^= k >> 33;
+  return k;
+}
+static void oom(void) { fprintf(stderr, "mmtrace replay: out of memory\n"); exit(2); }
+static void pput(ptable_t *t, uint64_t key, uint64_t a, uint64_t b);
+static void pgrow(ptable_t *t) {
+  ptable_t old = *t;
+  t->cap = old.cap ? old.cap * 2 : 4096;
+  t->s = calloc(t->cap, sizeof(pslot_t));
+  if (!t->s) oom();
+  t->n = 0;
+  for (size_t i = 0; i < old.cap; i++)
+    if (old.s[i].key) pput(t, old.s[i].key, old.s[i].a, old.s[i].b);
+  free(old.s);
+}
+static void pput(ptable_t *t, uint64_t key, uint64_t a, uint64_t b) {
+  if (2 * (t->n + 1) > t->cap) pgrow(t);
+  size_t i = pmix(key) & (t->cap - 1);
+  while (t->s[i].key && t->s[i].key != key) i = (i + 1) & (t->cap - 1);
+  if (!t->s[i].key) t->n++;
+  t->s[i] = (pslot_t){key, a, b};
+}
+static bool ptake(ptable_t *t, uint64_t key, uint64_t *a, uint64_t *b) {
+  if (!t->cap) return false;
+  size_t i = pmix(key) & (t->cap - 1);
+  while (t->s[i].key != key) {
+    if (!t->s[i].key) return false;
+    i = (i + 1) & (t->cap - 1);
+  }
+  *a = t->s[i].a;
+  *b = t->s[i].b;
+  size_t j = i;
+  for (;;) {
+    t->s[i].key = 0;
+    for (;;) {
+      j = (j + 1) & (t->cap - 1);
+      if (!t->s[j].key) { t->n--; return true; }
+      size_t home = pmix(t->s[j].key) & (t->cap - 1);
+      if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) break;
+    }
+    t->s[i] = t->s[j];
+    i = j;
+  }
+}
+static uint64_t bkey(uint64_t thread, uint64_t n) { return (thread << 40 | n) + 1; }
+
+typedef struct {
+  const char *dir;
+  pthread_prog_t *th;
+  uint64_t nth, capth;
+  uint32_t *gen;                    /* per slot: the generation the next op on it expects */
+  uint64_t nslots, capslots;
+  ptable_t live;                    /* block -> slot */
+  ptable_t pending;                 /* block -> (freeing thread, offset of its op) */
+  uint64_t open_files;
+  uint64_t ops, skipped_unknown, pending_max;
+} prep_t;
+
+#define PROG_BUF 16384
+#define MAX_OPEN 512
+
+#define PROG_PATH_MAX (PATH_MAX + 64)
+static void prog_path(const prep_t *p, uint64_t t, char *out, size_t n) {
+  snprintf(out, n, "%s/thread-%" PRIu64 ".ops", p->dir, t);
+}
+
+static pthread_prog_t *prog_of(prep_t *p, uint64_t t) {
+  if (t >= p->capth) {
+    uint64_t n = p->capth ? p->capth * 2 : 64;
+    while (n <= t) n *= 2;
+    p->th = realloc(p->th, n * sizeof *p->th);
+    if (!p->th) oom();
+    for (uint64_t i = p->capth; i < n; i++) { memset(&p->th[i], 0, sizeof *p->th); p->th[i].fd = -1; }
+    p->capth = n;
+  }
+  if (t >= p->nth) p->nth = t + 1;
+  return &p->th[t];
+}
+
+static void prog_flush(prep_t *p, uint64_t t) {
+  pthread_prog_t *th = &p->th[t];
+  if (!th->fill) return;
+  if (th->fd < 0) {
+    char path[PROG_PATH_MAX];
+    prog_path(p, t, path, sizeof path);
+    th->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (th->fd < 0) { fprintf(stderr, "mmtrace replay: %s: %s\n", path, strerror(errno)); exit(2); }
+    p->open_files++;
+  }
+  for (size_t off = 0; off < th->fill;) {
+    ssize_t w = write(th->fd, th->buf + off, th->fill - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) { fprintf(stderr, "mmtrace replay: writing a thread program: %s\n", strerror(errno)); exit(2); }
+    off += (size_t)w;
+  }
+  th->written += th->fill;
+  th->fill = 0;
+}
+
+static void prog_close(prep_t *p, uint64_t t) {
+  pthread_prog_t *th = &p->th[t];
+  prog_flush(p, t);
+  if (th->fd >= 0) { close(th->fd); th->fd = -1; p->open_files--; }
+  free(th->buf);
+  th->buf = NULL;
+}
+
+/* Appends op to thread t's program; returns its offset there. */
+static uint64_t prog_add(prep_t *p, uint64_t t, const rop_t *op) {
+  pthread_prog_t *th = &p->th[t];
+  if (!th->buf) {
+    if (p->open_files >= MAX_OPEN) {      /* too many open: close every other thread's file */
+      for (uint64_t i = 0; i < p->nth; i++)
+        if (i != t && p->th[i].fd >= 0) prog_close(p, i);
+    }
+    th->buf = malloc(PROG_BUF);
+    if (!th->buf) oom();
+  }
+  if (th->fill + sizeof *op > PROG_BUF) prog_flush(p, t);
+  uint64_t off = th->written + th->fill;
+  memcpy(th->buf + th->fill, op, sizeof *op);
+  th->fill += sizeof *op;
+  th->ops++;
+  p->ops++;
+  return off;
+}
+
+/* Rewrites the slot and generation of the op at offset off of thread t. */
+static void prog_patch(prep_t *p, uint64_t t, uint64_t off, uint32_t slot, uint32_t gen) {
+  pthread_prog_t *th = &p->th[t];
+  uint32_t v[2] = {slot, gen};
+  size_t field = offsetof(rop_t, slot);
+  if (off >= th->written) {
+    memcpy(th->buf + (off - th->written) + field, v, sizeof v);
+    return;
+  }
+  char path[PROG_PATH_MAX];
+  prog_path(p, t, path, sizeof path);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || pwrite(fd, v, sizeof v, (off_t)(off + field)) != (ssize_t)sizeof v) {
+    fprintf(stderr, "mmtrace replay: patching %s: %s\n", path, strerror(errno));
+    exit(2);
+  }
+  close(fd);
+}
+
+static uint32_t slot_new(prep_t *p, uint64_t t) {
+  pthread_prog_t *th = &p->th[t];
+  if (th->nfree) return th->free_slots[--th->nfree];
+  if (p->nslots >= p->capslots) {
+    p->capslots = p->capslots ? p->capslots * 2 : 4096;
+    p->gen = realloc(p->gen, p->capslots * sizeof *p->gen);
+    if (!p->gen) oom();
+  }
+  if (p->nslots >= NO_SLOT) { fprintf(stderr, "mmtrace replay: over 4 billion live blocks\n"); exit(2); }
+  p->gen[p->nslots] = 0;
+  return (uint32_t)p->nslots++;
+}
+
+static void slot_free(prep_t *p, uint64_t t, uint32_t s) {
+  pthread_prog_t *th = &p->th[t];
+  if (th->nfree == th->capfree) {
+    th->capfree = th->capfree ? th->capfree * 2 : 64;
+    th->free_slots = realloc(th->free_slots, th->capfree * sizeof *th->free_slots);
+    if (!th->free_slots) oom();
+  }
+  th->free_slots[th->nfree++] = s;
+}
+
+/* A release by thread f of block (o, n) in op *op (to be added): fills the
+ * slot now, or leaves it to be patched when the block's allocation is read. */
+static bool release_slot(prep_t *p, uint64_t f, uint64_t o, uint64_t n, rop_t *op, bool *pending) {
+  uint64_t s, unused;
+  *pending = false;
+  if (ptake(&p->live, bkey(o, n), &s, &unused)) {
+    op->slot = (uint32_t)s;
+    op->gen = p->gen[s]++;
+    slot_free(p, f, (uint32_t)s);
+    return true;
+  }
+  *pending = true;
+  op->slot = NO_SLOT;
+  return true;
+}
+
+static void new_block(prep_t *p, uint64_t t, uint64_t n, rop_t *op) {
+  uint32_t s = slot_new(p, t);
+  op->slot2 = s;
+  op->gen2 = p->gen[s]++;
+  uint64_t f, off;
+  if (ptake(&p->pending, bkey(t, n), &f, &off)) {   /* its release was read first */
+    prog_patch(p, f, off, s, p->gen[s]++);
+    slot_free(p, f, s);
+  } else {
+    pput(&p->live, bkey(t, n), s, 0);
+  }
+}
+
+/* Reads the whole trace; writes DIR/thread-*.ops and DIR/threads. */
+static int prepare(const char *trace, const char *dir, bool partial, prep_t *p) {
+  char err[600];
+  mmt_reader_t *r = mmt_reader_open(trace, err, sizeof err);
+  if (!r) { fprintf(stderr, "%s\n", err); return 2; }
+  mmt_reader_allow_partial(r, partial);
+  memset(p, 0, sizeof *p);
+  p->dir = dir;
+  mmt_event_t e;
+  int k;
+  while ((k = mmt_reader_next(r, &e)) > 0) {
+    pthread_prog_t *th = prog_of(p, e.thread);
+    if (e.op == MMT_THREAD_BEGIN) { th->begun = true; th->begin_ns = th->last_ns = e.time_ns; continue; }
+    if (e.op == MMT_THREAD_END) {
+      th->ended = true;
+      th->end_ns = e.time_ns;
+      prog_close(p, e.thread);
+      continue;
+    }
+    if (e.op == MMT_FORK) continue;
+    unsigned shape = mmt_op_shape(e.op);
+    rop_t op = {.op = (uint8_t)e.op, .flags = e.failed ? R_FAILED : 0, .slot = NO_SLOT, .slot2 = NO_SLOT,
+                .size = e.size, .arg = (shape & MMT_HAS_NMEMB) ? e.nmemb : e.align,
+                .dt_ns = e.time_ns - th->last_ns};
+    th->last_ns = e.time_ns;
+    bool pending = false;
+    if (shape & MMT_HAS_REF) {
+      if (e.ref == MMT_REF_IS_UNKNOWN) {
+        p->skipped_unknown++;
+        if (!(shape & MMT_ALLOCATES)) continue;           /* a free of a stranger: skipped */
+        op.op = MMT_MALLOC;                               /* a realloc of one: its new block only */
+      } else if (e.ref == MMT_REF_IS_BLOCK) {
+        if (!e.released) {                                /* failed realloc, block kept */
+          uint64_t s, unused;
+          if (ptake(&p->live, bkey(e.ref_thread, e.ref_n), &s, &unused)) {
+            pput(&p->live, bkey(e.ref_thread, e.ref_n), s, 0);
+            op.slot = (uint32_t)s;
+            op.gen = p->gen[s]++;
+            op.slot2 = (uint32_t)s;                       /* the same block goes on */
+            op.gen2 = p->gen[s]++;
+            prog_add(p, e.thread, &op);
+            continue;
+          }
+          op.op = MMT_MALLOC;                             /* not read yet: the failing size alone */
+        } else {
+          release_slot(p, e.thread, e.ref_thread, e.ref_n, &op, &pending);
+        }
+      }
+    }
+    if (e.allocated) new_block(p, e.thread, e.new_n, &op);
+    uint64_t off = prog_add(p, e.thread, &op);
+    if (pending) {
+      pput(&p->pending, bkey(e.ref_thread, e.ref_n), e.thread, off);
+      if (p->pending.n > p->pending_max) p->pending_max = p->pending.n;
+    }
+    if (th->ended) prog_close(p, e.thread);      /* a late call after its thread_end */
+  }
+  if (k < 0) { fprintf(stderr, "%s\n", mmt_reader_error(r)); mmt_reader_close(r); return 2; }
+  mmt_reader_close(r);
+  /* releases whose block was never allocated in the trace cannot happen
+   * in a well-formed trace; they are left as NO_SLOT ops and skipped */
+  for (uint64_t t = 0; t < p->nth; t++) prog_close(p, t);
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/threads", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) { fprintf(stderr, "mmtrace replay: %s: %s\n", path, strerror(errno)); return 2; }
+  fprintf(f, "slots %" PRIu64 "\n", p->nslots);
+  for (uint64_t t = 0; t < p->nth; t++) {
+    pthread_prog_t *th = &p->th[t];
+    fprintf(f, "thread %" PRIu64 " %" PRIu64 " %d %" PRIu64 " %" PRIu64 "\n", t, th->begin_ns, th->ended ? 1 : 0,
+            th->end_ns, th->ops);
+    free(th->free_slots);
+  }
+  fclose(f);
+  free(p->th); free(p->gen); free(p->live.s); free(p->pending.s);
+  return 0;
+}
+
+/* ---- run (in the child, on the allocator under test) ----------------------- */
+
+typedef struct {
+  _Atomic uint32_t gen;
+  uint32_t unused;
+  void *ptr;
+} rslot_t;
+
+typedef struct {
+  uint64_t thread, begin_ns, end_ns, ops;
+  bool ended;
+  pthread_t handle;
+  bool started, joined;
+} rthread_info_t;
+
+static rslot_t *slots;
+static const char *run_dir;
+static double speed;
+static bool touch_all;
+static atomic_uint_fast64_t differ, waits, null_releases;
+
+extern void *_ZnwmRKSt9nothrow_t(size_t, const void *);
+extern void *_ZnamRKSt9nothrow_t(size_t, const void *);
+extern void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t, size_t, const void *);
+extern void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t, size_t, const void *);
+extern void _ZdlPv(void *);
+extern void _ZdaPv(void *);
+extern void _ZdlPvm(void *, size_t);
+extern void _ZdaPvm(void *, size_t);
+extern void _ZdlPvSt11align_val_t(void *, size_t);
+extern void _ZdaPvSt11align_val_t(void *, size_t);
+extern void _ZdlPvmSt11align_val_t(void *, size_t, size_t);
+extern void _ZdaPvmSt11align_val_t(void *, size_t, size_t);
+
+static uint64_t mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void wait_gen(rslot_t *s, uint32_t gen) {
+  unsigned spins = 0;
+  while (atomic_load_explicit(&s->gen, memory_order_acquire) != gen) {
+    if (++spins == 64) atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
+    if (spins > 64) sched_yield();
+  }
+}
+static void done_gen(rslot_t *s, uint32_t gen) { atomic_store_explicit(&s->gen, gen + 1, memory_order_release); }
+
+static void touch(void *p, size_t n) {
+  if (!p || !n) return;
+  unsigned char *c = p;
+  if (touch_all) { memset(c, 0xa5, n); return; }
+  for (size_t off = 0; off < n; off += 4096) c[off] = 0xa5;
+  c[n - 1] = 0xa5;
+}
+
+/* pvalloc, valloc and reallocarray of the C library must not be used on
+ * a block of another allocator that lacks them (jemalloc has neither
+ * pvalloc nor reallocarray): then they are made from that allocator's
+ * memalign and realloc.  Decided once, by where the symbols resolve. */
+static bool own_pvalloc = true, own_valloc = true, own_reallocarray = true;
+
+static bool beside_malloc(const char *name) {
+  Dl_info a, b;
+  void *f = dlsym(RTLD_DEFAULT, name), *m = dlsym(RTLD_DEFAULT, "malloc");
+  return f && m && dladdr(f, &a) && dladdr(m, &b) && a.dli_fbase == b.dli_fbase;
+}
+
+static void *page_alloc(size_t n, bool round) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (round) {
+    if (n > SIZE_MAX - page) { errno = ENOMEM; return NULL; }
+    n = n ? (n + page - 1) & ~(page - 1) : page;
+  }
+  return memalign(page, n);
+}
+
+static void *realloc_array(void *p, size_t k, size_t n) {
+  size_t b;
+  if (own_reallocarray) return reallocarray(p, k, n);
+  if (__builtin_mul_overflow(k, n, &b)) { errno = ENOMEM; return NULL; }
+  return realloc(p, b);
+}
+
+static void *do_alloc(const rop_t *o, size_t *bytes) {
+  void *p = NULL;
+  *bytes = o->size;
+  switch (o->op) {
+  case MMT_MALLOC: p = malloc(o->size); break;
+  case MMT_CALLOC:
+    p = calloc(o->arg, o->size);
+    if (__builtin_mul_overflow(o->arg, o->size, bytes)) *bytes = 0;
+    break;
+  case MMT_POSIX_MEMALIGN: if (posix_memalign(&p, o->arg, o->size) != 0) p = NULL; break;
+  case MMT_ALIGNED_ALLOC: p = aligned_alloc(o->arg, o->size); break;
+  case MMT_MEMALIGN: p = memalign(o->arg, o->size); break;
+  case MMT_VALLOC: p = own_valloc ? valloc(o->size) : page_alloc(o->size, false); break;
+  case MMT_PVALLOC: p = own_pvalloc ? pvalloc(o->size) : page_alloc(o->size, true); break;
+  case MMT_NEW: case MMT_NEW_NOTHROW: p = _ZnwmRKSt9nothrow_t(o->size, NULL); break;
+  case MMT_NEW_ARRAY: case MMT_NEW_ARRAY_NOTHROW: p = _ZnamRKSt9nothrow_t(o->size, NULL); break;
+  case MMT_NEW_ALIGNED: case MMT_NEW_ALIGNED_NOTHROW:
+    p = _ZnwmSt11align_val_tRKSt9nothrow_t(o->size, o->arg, NULL); break;
+  case MMT_NEW_ARRAY_ALIGNED: case MMT_NEW_ARRAY_ALIGNED_NOTHROW:
+    p = _ZnamSt11align_val_tRKSt9nothrow_t(o->size, o->arg, NULL); break;
+  default: break;
+  }
+  return p;
+}
+
+static void do_release(const rop_t *o, void *p) {
+  switch (o->op) {
+  case MMT_DELETE: _ZdlPv(p); break;
+  case MMT_DELETE_ARRAY: _ZdaPv(p); break;
+  case MMT_DELETE_SIZED: _ZdlPvm(p, o->size); break;
+  case MMT_DELETE_ARRAY_SIZED: _ZdaPvm(p, o->size); break;
+  case MMT_DELETE_ALIGNED: _ZdlPvSt11align_val_t(p, o->arg); break;
+  case MMT_DELETE_ARRAY_ALIGNED: _ZdaPvSt11align_val_t(p, o->arg); break;
+  case MMT_DELETE_SIZED_ALIGNED: _ZdlPvmSt11align_val_t(p, o->size, o->arg); break;
+  case MMT_DELETE_ARRAY_SIZED_ALIGNED: _ZdaPvmSt11align_val_t(p, o->size, o->arg); break;
+  default: free(p); break;
+  }
+}
+
+/* A block the op releases; NULL if none (or the allocator refused it). */
+static void *take_ptr(const rop_t *o) {
+  if (o->slot == NO_SLOT) return NULL;
+  rslot_t *s = &slots[o->slot];
+  wait_gen(s, o->gen);
+  if (!s->ptr) atomic_fetch_add_explicit(&null_releases, 1, memory_order_relaxed);   /* only after a refusal */
+  return s->ptr;
+}
+
+static void exec_op(const rop_t *o) {
+  unsigned shape = mmt_op_shape(o->op);
+  bool failed = o->flags & R_FAILED;
+  if (o->op == MMT_REALLOC || o->op == MMT_REALLOCARRAY) {
+    void *p = take_ptr(o);
+    size_t bytes = o->size;
+    if (o->op == MMT_REALLOCARRAY && __builtin_mul_overflow(o->arg, o->size, &bytes)) bytes = SIZE_MAX;
+    void *q = o->op == MMT_REALLOC ? realloc(p, o->size) : realloc_array(p, o->arg, o->size);
+    if (o->slot2 == NO_SLOT) {                 /* the trace's call returned no block */
+      if (q) {                                 /* realloc(p, 0) that gave a block here, or a failure that did not fail */
+        if (bytes) atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
+        free(q);
+      }
+      if (o->slot != NO_SLOT) { slots[o->slot].ptr = NULL; done_gen(&slots[o->slot], o->gen); }
+      return;
+    }
+    if (!q) {                                  /* refused here: p lives on (a size of 0 freed it) */
+      if (bytes && !failed) atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
+      if (bytes) q = p;
+    } else if (failed) {
+      atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
+    }
+    /* the old slot is let go, then the new one taken (they may be the same
+     * slot: its two generations follow each other) */
+    if (o->slot != NO_SLOT) { slots[o->slot].ptr = NULL; done_gen(&slots[o->slot], o->gen); }
+    rslot_t *s2 = &slots[o->slot2];
+    wait_gen(s2, o->gen2);
+    if (q && q != p) touch(q, bytes);
+    s2->ptr = q;
+    done_gen(s2, o->gen2);
+    return;
+  }
+  if (shape & MMT_RELEASES) {
+    if (o->slot == NO_SLOT) { do_release(o, NULL); return; }
+    void *p = take_ptr(o);
+    do_release(o, p);
+    slots[o->slot].ptr = NULL;
+    done_gen(&slots[o->slot], o->gen);
+    return;
+  }
+  if (shape & MMT_ALLOCATES) {
+    size_t bytes;
+    void *p = do_alloc(o, &bytes);
+    if (failed || o->slot2 == NO_SLOT) {       /* failed in the trace: made again, let go at once */
+      if (p) { atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed); do_release(o, p); }
+      return;
+    }
+    if (!p) atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
+    touch(p, bytes);
+    rslot_t *s = &slots[o->slot2];
+    wait_gen(s, o->gen2);
+    s->ptr = p;
+    done_gen(s, o->gen2);
+  }
+}
+
+static void *replay_thread(void *arg) {
+  rthread_info_t *ti = arg;
+  char path[PROG_PATH_MAX];
+  snprintf(path, sizeof path, "%s/thread-%" PRIu64 ".ops", run_dir, ti->thread);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (ti->ops) { fprintf(stderr, "mmtrace replay-run: %s: %s\n", path, strerror(errno)); exit(3); }
+    return NULL;
+  }
+  rop_t buf[512];
+  uint64_t start = mono(), at = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) { fprintf(stderr, "mmtrace replay-run: %s: %s\n", path, strerror(errno)); exit(3); }
+    if (n == 0) break;
+    if (n % (ssize_t)sizeof(rop_t)) {          /* a short read mid-op: read the rest */
+      ssize_t more = (ssize_t)sizeof(rop_t) - n % (ssize_t)sizeof(rop_t);
+      ssize_t m = read(fd, (char *)buf + n, (size_t)more);
+      if (m != more) { fprintf(stderr, "mmtrace replay-run: %s: truncated\n", path); exit(3); }
+      n += m;
+    }
+    for (size_t i = 0; i < (size_t)n / sizeof(rop_t); i++) {
+      if (speed > 0) {
+        at += (uint64_t)((double)buf[i].dt_ns * speed);
+        while (mono() - start < at) {
+          uint64_t left = at - (mono() - start);
+          if (left > 200000) { struct timespec ts = {0, (long)(left - 100000)}; nanosleep(&ts, NULL); }
+        }
+      }
+      exec_op(&buf[i]);
+    }
+  }
+  close(fd);
+  return NULL;
+}
+
+static int cmp_begin(const void *a, const void *b) {
+  const rthread_info_t *x = a, *y = b;
+  return x->begin_ns < y->begin_ns ? -1 : x->begin_ns > y->begin_ns ? 1 : (x->thread > y->thread) - (x->thread < y->thread);
+}
+
+int mmt_cmd_replay_run(int argc, char **argv) {
+  if (argc < 2) { fprintf(stderr, "usage: mmtrace replay-run DIR [speed] [page|all]\n"); return 2; }
+  run_dir = argv[1];
+  own_pvalloc = beside_malloc("pvalloc");
+  own_valloc = beside_malloc("valloc");
+  own_reallocarray = beside_malloc("reallocarray");
+  speed = argc > 2 ? atof(argv[2]) : 0;
+  touch_all = argc > 3 && strcmp(argv[3], "all") == 0;
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/threads", run_dir);
+  FILE *f = fopen(path, "r");
+  if (!f) { fprintf(stderr, "mmtrace replay-run: %s: %s\n", path, strerror(errno)); return 3; }
+  uint64_t nslots = 0, n = 0, cap = 0;
+  rthread_info_t *th = NULL;
+  if (fscanf(f, "slots %" SCNu64 "\n", &nslots) != 1) { fprintf(stderr, "mmtrace replay-run: bad %s\n", path); return 3; }
+  rthread_info_t t = {0};
+  int ended;
+  while (fscanf(f, "thread %" SCNu64 " %" SCNu64 " %d %" SCNu64 " %" SCNu64 "\n", &t.thread, &t.begin_ns, &ended,
+                &t.end_ns, &t.ops) == 5) {
+    t.ended = ended;
+    if (n == cap) { cap = cap ? 2 * cap : 64; th = realloc(th, cap * sizeof *th); if (!th) return 3; }
+    th[n++] = t;
+  }
+  fclose(f);
+  /* the slot table: calloc'd, so untouched slots cost no memory */
+  slots = calloc(nslots ? nslots : 1, sizeof *slots);
+  if (!slots) { fprintf(stderr, "mmtrace replay-run: no memory for %" PRIu64 " slots\n", nslots); return 3; }
+  qsort(th, n, sizeof *th, cmp_begin);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  uint64_t t0 = mono();
+  for (uint64_t i = 0; i < n; i++) {
+    /* the threads that had ended before this one began are gone */
+    for (uint64_t j = 0; j < i; j++) {
+      if (th[j].started && !th[j].joined && th[j].ended && th[j].end_ns <= th[i].begin_ns) {
+        pthread_join(th[j].handle, NULL);
+        th[j].joined = true;
+      }
+    }
+    if (pthread_create(&th[i].handle, &attr, replay_thread, &th[i]) != 0) {
+      fprintf(stderr, "mmtrace replay-run: pthread_create: %s\n", strerror(errno));
+      return 3;
+    }
+    th[i].started = true;
+  }
+  for (uint64_t i = 0; i < n; i++)
+    if (th[i].started && !th[i].joined) pthread_join(th[i].handle, NULL);
+  uint64_t t1 = mono();
+  printf("replay_ns %" PRIu64 " threads %" PRIu64 " slots %" PRIu64 " differ %" PRIuFAST64 " nulls %" PRIuFAST64
+         " waits %" PRIuFAST64 "\n", t1 - t0, n, nslots, atomic_load(&differ), atomic_load(&null_releases),
+         atomic_load(&waits));
+  fflush(stdout);
+  return 0;
+}
+
+/* ---- measure ------------------------------------------------------------- */
+
+typedef struct { char name[256]; char path[PATH_MAX]; double *secs; long *rss_kb, *faults; } alloc_t;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static int cmp_long(const void *a, const void *b) {
+  long x = *(const long *)a, y = *(const long *)b;
+  return (x > y) - (x < y);
+}
+
+static void rm_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char p[PATH_MAX + 256];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    unlink(p);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+int mmt_cmd_replay(int argc, char **argv) {
+  const char *trace = NULL, *keep = NULL, *touch_mode = "page";
+  double spd = 0;
+  int reps = 3;
+  bool partial = false;
+  alloc_t allocs[16];
+  int na = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--alloc") == 0 && i + 1 < argc) {
+      if (na == 16) { fprintf(stderr, "mmtrace replay: at most 16 allocators\n"); return 2; }
+      snprintf(allocs[na].name, sizeof allocs[na].name, "%s", argv[++i]);
+      if (mmt_allocator_path(allocs[na].name, allocs[na].path, sizeof allocs[na].path) != 0) return 2;
+      na++;
+    } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--speed") == 0 && i + 1 < argc) spd = atof(argv[++i]);
+    else if (strcmp(argv[i], "--touch") == 0 && i + 1 < argc) touch_mode = argv[++i];
+    else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc) keep = argv[++i];
+    else if (strcmp(argv[i], "--partial") == 0) partial = true;
+    else if (argv[i][0] == '-') { fprintf(stderr, "mmtrace replay: unknown option %s\n", argv[i]); return 2; }
+    else trace = argv[i];
+  }
+  if (!trace || reps < 1 || spd < 0 || (strcmp(touch_mode, "page") && strcmp(touch_mode, "all"))) {
+    fprintf(stderr, "usage: mmtrace replay TRACE [--alloc NAME|PATH.so]... [--reps N] [--speed S] "
+            "[--touch page|all] [--partial] [--keep DIR]\n");
+    return 2;
+  }
+  if (!na) {
+    snprintf(allocs[0].name, sizeof allocs[0].name, "glibc");
+    allocs[0].path[0] = 0;
+    na = 1;
+  }
+  char dir[PATH_MAX];
+  if (keep) {
+    snprintf(dir, sizeof dir, "%s", keep);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) { fprintf(stderr, "mmtrace replay: %s: %s\n", dir, strerror(errno)); return 2; }
+  } else {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/mmtrace-replay-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) { fprintf(stderr, "mmtrace replay: mkdtemp: %s\n", strerror(errno)); return 2; }
+  }
+  prep_t prep;
+  uint64_t tp = mono();
+  int rc = prepare(trace, dir, partial, &prep);
+  if (rc) { if (!keep) rm_dir(dir); return rc; }
+  fprintf(stderr, "mmtrace replay: %" PRIu64 " calls in %" PRIu64 " threads, %" PRIu64 " slots, prepared in %.2f s"
+          "%s%" PRIu64 " releases of unknown pointers skipped\n",
+          prep.ops, prep.nth, prep.nslots, (double)(mono() - tp) / 1e9, "; ", prep.skipped_unknown);
+  char self[PATH_MAX];
+  ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (l <= 0) return 2;
+  self[l] = 0;
+  for (int a = 0; a < na; a++) {
+    allocs[a].secs = calloc((size_t)reps, sizeof(double));
+    allocs[a].rss_kb = calloc((size_t)reps, sizeof(long));
+    allocs[a].faults = calloc((size_t)reps, sizeof(long));
+  }
+  char speed_s[32];
+  snprintf(speed_s, sizeof speed_s, "%g", spd);
+  for (int r = 0; r < reps; r++) {
+    for (int k = 0; k < na; k++) {
+      alloc_t *al = &allocs[r % 2 ? na - 1 - k : k];
+      int pipefd[2];
+      if (pipe(pipefd) != 0) return 2;
+      pid_t pid = fork();
+      if (pid == 0) {
+        dup2(pipefd[1], 1);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        if (al->path[0]) setenv("LD_PRELOAD", al->path, 1);
+        else unsetenv("LD_PRELOAD");
+        execl(self, self, "replay-run", dir, speed_s, touch_mode, (char *)NULL);
+        _exit(127);
+      }
+      close(pipefd[1]);
+      char out[512] = "";
+      size_t got = 0;
+      ssize_t m;
+      while ((m = read(pipefd[0], out + got, sizeof out - 1 - got)) > 0) got += (size_t)m;
+      out[got] = 0;
+      close(pipefd[0]);
+      int status;
+      struct rusage ru;
+      while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {}
+      uint64_t ns = 0, differs = 0, nulls = 0;
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+          sscanf(out, "replay_ns %" SCNu64 " threads %*u slots %*u differ %" SCNu64 " nulls %" SCNu64, &ns, &differs,
+                 &nulls) != 3) {
+        fprintf(stderr, "mmtrace replay: the replay on %s failed (%s %d)\n", al->name,
+                WIFSIGNALED(status) ? "signal" : "status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        if (!keep) rm_dir(dir);
+        return 1;
+      }
+      al->secs[r] = (double)ns / 1e9;
+      al->rss_kb[r] = ru.ru_maxrss;
+      al->faults[r] = ru.ru_minflt + ru.ru_majflt;
+      fprintf(stderr, "rep %d %-10s %.3f s  %ld KiB  %ld faults  %" PRIu64 " outcomes differ from the trace, %"
+              PRIu64 " releases of a refused block\n", r + 1, al->name, al->secs[r], al->rss_kb[r], al->faults[r],
+              differs, nulls);
+    }
+  }
+  double best = 0;
+  for (int a = 0; a < na; a++) {
+    qsort(allocs[a].secs, (size_t)reps, sizeof(double), cmp_double);
+    qsort(allocs[a].rss_kb, (size_t)reps, sizeof(long), cmp_long);
+    qsort(allocs[a].faults, (size_t)reps, sizeof(long), cmp_long);
+    double s = allocs[a].secs[reps / 2];
+    if (!best || s < best) best = s;
+  }
+  printf("| allocator | time s | vs fastest | peak RSS MiB | page faults |\n|---|---|---|---|---|\n");
+  for (int a = 0; a < na; a++)
+    printf("| %s | %.3f | %.2f | %.1f | %ld |\n", allocs[a].name, allocs[a].secs[reps / 2],
+           allocs[a].secs[reps / 2] / best, (double)allocs[a].rss_kb[reps / 2] / 1024, allocs[a].faults[reps / 2]);
+  printf("\nmedians of %d runs, allocators alternating; %" PRIu64 " calls in %" PRIu64 " threads; speed %g; touch %s\n",
+         reps, prep.ops, prep.nth, spd, touch_mode);
+  for (int a = 0; a < na; a++) { free(allocs[a].secs); free(allocs[a].rss_kb); free(allocs[a].faults); }
+  if (!keep) rm_dir(dir);
+  return 0;
+}
