@@ -25,9 +25,12 @@
  *    the threads whose thread_end came before its begin are joined, so
  *    the replay has the same threads alive at once as the program had.
  *    Each new block gets one byte written per 4 KiB page (--touch all:
- *    every byte), so RSS and page faults are real.  --speed S waits S times
- *    the recorded time between a thread's calls (the program's own work);
- *    --speed 0 (the default) replays the calls back to back.
+ *    every byte), so RSS and page faults are real.  Before each call a
+ *    thread does the program's own work: it waits S times (--speed S,
+ *    default 1) the recorded gap since its previous call less the thread's
+ *    shortest gap (what one call cost on the recording allocator); the
+ *    replay's own calls take what they take.  --speed 0 replays the calls
+ *    back to back.
  *
  * 3. measure (this process): each allocator in turn, alternating order
  *    every repetition, wall time of the run phase from the child, peak RSS
@@ -90,6 +93,7 @@ typedef struct {
   size_t fill;                      /* bytes in buf, not yet written */
   uint64_t written;                 /* bytes in the file */
   uint64_t last_ns, begin_ns, end_ns, ops;
+  uint64_t min_dt;                  /* the shortest gap between two of its calls: a call's own cost */
   bool begun, ended;
   uint32_t *free_slots;             /* slots this thread freed: its next blocks' */
   size_t nfree, capfree;
@@ -321,6 +325,7 @@ static int prepare(const char *trace, const char *dir, bool partial, prep_t *p) 
     rop_t op = {.op = (uint8_t)e.op, .flags = e.failed ? R_FAILED : 0, .slot = NO_SLOT, .slot2 = NO_SLOT,
                 .size = e.size, .arg = (shape & MMT_HAS_NMEMB) ? e.nmemb : e.align,
                 .dt_ns = e.time_ns - th->last_ns};
+    if (th->ops == 0 || op.dt_ns < th->min_dt) th->min_dt = op.dt_ns;
     th->last_ns = e.time_ns;
     bool pending = false;
     if (shape & MMT_HAS_REF) {
@@ -366,8 +371,8 @@ static int prepare(const char *trace, const char *dir, bool partial, prep_t *p) 
   fprintf(f, "slots %" PRIu64 "\n", p->nslots);
   for (uint64_t t = 0; t < p->nth; t++) {
     pthread_prog_t *th = &p->th[t];
-    fprintf(f, "thread %" PRIu64 " %" PRIu64 " %d %" PRIu64 " %" PRIu64 "\n", t, th->begin_ns, th->ended ? 1 : 0,
-            th->end_ns, th->ops);
+    fprintf(f, "thread %" PRIu64 " %" PRIu64 " %d %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", t, th->begin_ns,
+            th->ended ? 1 : 0, th->end_ns, th->ops, th->min_dt);
     free(th->free_slots);
   }
   fclose(f);
@@ -384,7 +389,7 @@ typedef struct {
 } rslot_t;
 
 typedef struct {
-  uint64_t thread, begin_ns, end_ns, ops;
+  uint64_t thread, begin_ns, end_ns, ops, min_dt;
   bool ended;
   pthread_t handle;
   bool started, joined;
@@ -574,7 +579,7 @@ static void *replay_thread(void *arg) {
     return NULL;
   }
   rop_t buf[512];
-  uint64_t start = mono(), at = 0;
+  uint64_t done = mono();
   for (;;) {
     ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -588,13 +593,18 @@ static void *replay_thread(void *arg) {
     }
     for (size_t i = 0; i < (size_t)n / sizeof(rop_t); i++) {
       if (speed > 0) {
-        at += (uint64_t)((double)buf[i].dt_ns * speed);
-        while (mono() - start < at) {
-          uint64_t left = at - (mono() - start);
-          if (left > 200000) { struct timespec ts = {0, (long)(left - 100000)}; nanosleep(&ts, NULL); }
+        /* the program's own work before this call: the recorded gap less
+         * the thread's shortest gap (what a call itself cost), scaled */
+        uint64_t dt = buf[i].dt_ns, think = dt > ti->min_dt ? (uint64_t)((double)(dt - ti->min_dt) * speed) : 0;
+        uint64_t until = done + think, now;
+        while ((now = mono()) < until) {
+          if (until - now > 200000) { struct timespec ts = {0, (long)(until - now - 100000)}; nanosleep(&ts, NULL); }
         }
+        exec_op(&buf[i]);
+        done = mono();
+      } else {
+        exec_op(&buf[i]);
       }
-      exec_op(&buf[i]);
     }
   }
   close(fd);
@@ -612,7 +622,7 @@ int mmt_cmd_replay_run(int argc, char **argv) {
   own_pvalloc = beside_malloc("pvalloc");
   own_valloc = beside_malloc("valloc");
   own_reallocarray = beside_malloc("reallocarray");
-  speed = argc > 2 ? atof(argv[2]) : 0;
+  speed = argc > 2 ? atof(argv[2]) : 1;
   touch_all = argc > 3 && strcmp(argv[3], "all") == 0;
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s/threads", run_dir);
@@ -623,8 +633,8 @@ int mmt_cmd_replay_run(int argc, char **argv) {
   if (fscanf(f, "slots %" SCNu64 "\n", &nslots) != 1) { fprintf(stderr, "mmtrace replay-run: bad %s\n", path); return 3; }
   rthread_info_t t = {0};
   int ended;
-  while (fscanf(f, "thread %" SCNu64 " %" SCNu64 " %d %" SCNu64 " %" SCNu64 "\n", &t.thread, &t.begin_ns, &ended,
-                &t.end_ns, &t.ops) == 5) {
+  while (fscanf(f, "thread %" SCNu64 " %" SCNu64 " %d %" SCNu64 " %" SCNu64 " %" SCNu64 "\n", &t.thread,
+                &t.begin_ns, &ended, &t.end_ns, &t.ops, &t.min_dt) == 6) {
     t.ended = ended;
     if (n == cap) { cap = cap ? 2 * cap : 64; th = realloc(th, cap * sizeof *th); if (!th) return 3; }
     th[n++] = t;
@@ -690,7 +700,7 @@ static void rm_dir(const char *dir) {
 
 int mmt_cmd_replay(int argc, char **argv) {
   const char *trace = NULL, *keep = NULL, *touch_mode = "page";
-  double spd = 0;
+  double spd = 1;
   int reps = 3;
   bool partial = false;
   alloc_t allocs[16];
