@@ -320,6 +320,11 @@ static int next_record(mmt_reader_t *r) {
   }
 }
 
+/* A span of ticks in ns, by the current chunk's clock pair. */
+static uint64_t ticks_to_ns(const mmt_reader_t *r, uint64_t ticks) {
+  return r->chunk_ticks ? (uint64_t)((unsigned __int128)ticks * r->chunk_ns / r->chunk_ticks) : ticks;
+}
+
 /* ticks -> ns by the current chunk's clock pair; never backwards in a
  * thread (two chunks' pairs may differ in the last digit). */
 static uint64_t to_ns(mmt_reader_t *r, rthread_t *t, uint64_t ticks) {
@@ -373,11 +378,14 @@ int mmt_reader_next(mmt_reader_t *r, mmt_event_t *ev) {
   if (!t->begun)
     return fail(r, r->chunk_off, "malformed chunk: thread %llu calls %s before its thread_begin",
                 (unsigned long long)ev->thread, mmt_op_name(op));
-  uint64_t dt;
-  if (!pay_varint(r, &dt, "time")) return -1;
-  if (t->last_ticks + dt < t->last_ticks) return fail(r, r->chunk_off, "malformed chunk: time overflows");
-  t->last_ticks += dt;
-  ev->time_ns = to_ns(r, t, t->last_ticks);
+  uint64_t gap, dur;
+  if (!pay_varint(r, &gap, "time") || !pay_varint(r, &dur, "duration")) return -1;
+  uint64_t entry = t->last_ticks + gap, exit = entry + dur;
+  if (entry < t->last_ticks || exit < entry) return fail(r, r->chunk_off, "malformed chunk: time overflows");
+  ev->time_ns = to_ns(r, t, entry);
+  ev->gap_ns = ticks_to_ns(r, gap);
+  ev->dur_ns = ticks_to_ns(r, dur);
+  t->last_ticks = exit;
   if (op == MMT_FORK) {
     if (!pay_varint(r, &ev->child_pid, "child pid")) return -1;
     r->events_left--;

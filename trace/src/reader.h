@@ -29,7 +29,9 @@ typedef struct mmt_event {
   bool failed;          /* returned NULL (or posix_memalign returned an error; fork failed) */
   bool inplace;         /* realloc: the new block has the old block's address */
   uint64_t thread;      /* trace thread index */
-  uint64_t time_ns;     /* since the trace started */
+  uint64_t time_ns;     /* when the call began, since the trace started */
+  uint64_t gap_ns;      /* the thread's own time since its previous call returned */
+  uint64_t dur_ns;      /* the call's time: the allocator's and the recorder's */
   uint64_t size, nmemb, align;
   uint64_t os_tid;      /* THREAD_BEGIN */
   uint64_t child_pid;   /* FORK */

@@ -121,7 +121,10 @@ static void die(const char *msg) {
 typedef struct tstate {
   /* owner thread only */
   uint64_t tidx;                     /* this thread's index in the trace */
-  uint64_t last_ns;                  /* time of its previous event */
+  uint64_t entry;                    /* when the call being recorded began */
+  uint64_t last_exit;                /* when the thread's previous call returned */
+  uint64_t post_cost;                /* ticks the recorder spends after a call's exit (sampled) */
+  uint32_t sample;                   /* events since the last sample of post_cost */
   uint64_t nblocks;                  /* blocks it has been given: the next id's n */
   uint64_t last_remote;              /* n of its previous reference to another thread's block */
   unsigned rounds;                   /* pthread key destructor rounds seen */
@@ -269,11 +272,18 @@ static void flush_all(bool in_signal) {
 
 /* ---- events ---------------------------------------------------------------- */
 
-static inline unsigned char *ev_begin(tstate_t *t, unsigned op, uint64_t now) {
+/* An event's op byte, then the program's own time since its previous
+ * call returned (gap) and the call's (dur: the allocator and this
+ * recorder); exit is when the call's work was done. */
+static inline unsigned char *ev_begin(tstate_t *t, unsigned op, uint64_t exit) {
   unsigned char *q = t->buf + (uint32_t)atomic_load_explicit(&t->fill, memory_order_relaxed);
   *q++ = (unsigned char)op;
-  q = mmt_put_varint(q, now - t->last_ns);
-  t->last_ns = now;
+  /* the recorder's work after the previous exit (encoding, the shadow map)
+   * is not the program's: its sampled cost comes off the gap */
+  uint64_t since = t->last_exit + t->post_cost;
+  q = mmt_put_varint(q, t->entry > since ? t->entry - since : 0);
+  q = mmt_put_varint(q, exit - t->entry);
+  t->last_exit = exit;
   return q;
 }
 
@@ -281,7 +291,14 @@ static inline void ev_end(tstate_t *t, unsigned char *q) {
   uint64_t f = atomic_load_explicit(&t->fill, memory_order_relaxed);
   uint64_t bytes = (uint64_t)(q - t->buf);
   atomic_store_explicit(&t->fill, bytes | ((f >> 32) + 1) << 32, memory_order_release);
-  if (UNLIKELY(bytes >= BUF_BYTES)) flush_own(t);
+  if (UNLIKELY(bytes >= BUF_BYTES)) {
+    flush_own(t);
+    t->last_exit = now_ticks() - t->post_cost;   /* the write is not the program's time */
+  } else if (UNLIKELY(++t->sample == 16)) {      /* one event in 16: what the recording cost */
+    t->sample = 0;
+    uint64_t c = now_ticks() - t->last_exit;
+    t->post_cost = (t->post_cost * 7 + c) / 8;
+  }
 }
 
 static tstate_t *state_new(void) {
@@ -300,7 +317,9 @@ static tstate_t *state_new(void) {
 
 static void thread_begin(tstate_t *t, uint64_t now) {
   t->tidx = atomic_fetch_add(&next_tidx, 1);
-  t->last_ns = now;
+  t->entry = t->last_exit = now;
+  t->post_cost = 0;
+  t->sample = 0;
   t->nblocks = t->last_remote = 0;
   t->rounds = 0;
   t->chunk_seq = 0;
@@ -333,6 +352,7 @@ static inline tstate_t *enter(void) {
     if (!t) return NULL;
   }
   tls_depth = 1;
+  t->entry = now_ticks();
   return t;
 }
 static inline void leave(void) { tls_depth = 0; }
@@ -347,7 +367,8 @@ static void thread_exit(void *arg) {
     return;
   }
   tls_depth = 1;
-  unsigned char *q = ev_begin(t, MMT_THREAD_END, now_ticks());
+  t->entry = now_ticks();
+  unsigned char *q = ev_begin(t, MMT_THREAD_END, t->entry);
   ev_end(t, q);
   flush_own(t);
   atomic_store(&t->active, false);
@@ -668,9 +689,9 @@ static inline void rec_alloc(tstate_t *t, unsigned op, size_t align, size_t nmem
   leave();
 }
 
-static inline void rec_release(tstate_t *t, unsigned op, uint64_t now, const void *p, uint64_t v,
+static inline void rec_release(tstate_t *t, unsigned op, uint64_t exit, const void *p, uint64_t v,
                                size_t size, size_t align) {
-  unsigned char *q = ev_begin(t, op, now);
+  unsigned char *q = ev_begin(t, op, exit);
   q = put_ref(t, q, p, v);
   unsigned shape = mmt_op_shape(op);
   if (shape & MMT_HAS_SIZE) q = mmt_put_varint(q, size);
@@ -702,9 +723,8 @@ static inline void release(unsigned op, void *p, size_t size, size_t align, void
   tstate_t *t = enter();
   if (!t) { fn(p, size, align); return; }
   uint64_t *slot, v = take_block(p, &slot);
-  uint64_t now = now_ticks();
   fn(p, size, align);
-  rec_release(t, op, now, p, v, size, align);
+  rec_release(t, op, now_ticks(), p, v, size, align);
 }
 
 static void call_free(void *p, size_t size, size_t align) { (void)size; (void)align; real.free(p); }

@@ -26,11 +26,10 @@
  *    the replay has the same threads alive at once as the program had.
  *    Each new block gets one byte written per 4 KiB page (--touch all:
  *    every byte), so RSS and page faults are real.  Before each call a
- *    thread does the program's own work: it waits S times (--speed S,
- *    default 1) the recorded gap since its previous call less the thread's
- *    shortest gap (what one call cost on the recording allocator); the
- *    replay's own calls take what they take.  --speed 0 replays the calls
- *    back to back.
+ *    thread does the program's own work: S times (--speed S, default 1) the
+ *    recorded gap since its previous call returned, spun when short, slept
+ *    from 200 us up; the replay's own calls take what they take.
+ *    --speed 0 replays the calls back to back.
  *
  * 3. measure (this process): each allocator in turn, alternating order
  *    every repetition, wall time of the run phase from the child, peak RSS
@@ -52,6 +51,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <math.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
@@ -81,7 +81,7 @@ typedef struct {
   uint32_t slot2, gen2;             /* the block it returns */
   uint32_t unused2;
   uint64_t size, arg;               /* arg: alignment or nmemb */
-  uint64_t dt_ns;                   /* since the thread's previous call */
+  uint64_t dt_ns;                   /* the program's own time before the call (the trace's gap) */
 } rop_t;
 _Static_assert(sizeof(rop_t) == 48, "a replay op is 48 bytes: patched in place by offset");
 
@@ -93,7 +93,6 @@ typedef struct {
   size_t fill;                      /* bytes in buf, not yet written */
   uint64_t written;                 /* bytes in the file */
   uint64_t last_ns, begin_ns, end_ns, ops;
-  uint64_t min_dt;                  /* the shortest gap between two of its calls: a call's own cost */
   bool begun, ended;
   uint32_t *free_slots;             /* slots this thread freed: its next blocks' */
   size_t nfree, capfree;
@@ -324,8 +323,7 @@ static int prepare(const char *trace, const char *dir, bool partial, prep_t *p) 
     unsigned shape = mmt_op_shape(e.op);
     rop_t op = {.op = (uint8_t)e.op, .flags = e.failed ? R_FAILED : 0, .slot = NO_SLOT, .slot2 = NO_SLOT,
                 .size = e.size, .arg = (shape & MMT_HAS_NMEMB) ? e.nmemb : e.align,
-                .dt_ns = e.time_ns - th->last_ns};
-    if (th->ops == 0 || op.dt_ns < th->min_dt) th->min_dt = op.dt_ns;
+                .dt_ns = e.gap_ns};
     th->last_ns = e.time_ns;
     bool pending = false;
     if (shape & MMT_HAS_REF) {
@@ -371,8 +369,8 @@ static int prepare(const char *trace, const char *dir, bool partial, prep_t *p) 
   fprintf(f, "slots %" PRIu64 "\n", p->nslots);
   for (uint64_t t = 0; t < p->nth; t++) {
     pthread_prog_t *th = &p->th[t];
-    fprintf(f, "thread %" PRIu64 " %" PRIu64 " %d %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", t, th->begin_ns,
-            th->ended ? 1 : 0, th->end_ns, th->ops, th->min_dt);
+    fprintf(f, "thread %" PRIu64 " %" PRIu64 " %d %" PRIu64 " %" PRIu64 "\n", t, th->begin_ns,
+            th->ended ? 1 : 0, th->end_ns, th->ops);
     free(th->free_slots);
   }
   fclose(f);
@@ -389,7 +387,7 @@ typedef struct {
 } rslot_t;
 
 typedef struct {
-  uint64_t thread, begin_ns, end_ns, ops, min_dt;
+  uint64_t thread, begin_ns, end_ns, ops;
   bool ended;
   pthread_t handle;
   bool started, joined;
@@ -569,6 +567,34 @@ static void exec_op(const rop_t *o) {
   }
 }
 
+/* A gap between two calls of a thread is replayed as CPU work when short
+ * and as sleep from SLEEP_NS up: a thread that waited a millisecond between
+ * two calls was most likely blocked (a join, a lock, I/O), and spinning
+ * for it would take a CPU from the threads that were working. */
+#define SLEEP_NS 200000.0
+
+/* CPU work of a given length: a loop calibrated once against the clock. */
+static double spin_iters_per_ns = 1;
+static volatile uint64_t spin_sink;
+
+static void spin_iters(uint64_t n) {
+  uint64_t x = spin_sink;
+  for (uint64_t i = 0; i < n; i++) x = x * 6364136223846793005ull + 1;
+  spin_sink = x;
+}
+static void spin_ns(double ns) { spin_iters((uint64_t)(ns * spin_iters_per_ns)); }
+
+static void spin_calibrate(void) {
+  uint64_t best = UINT64_MAX, n = 1 << 20;
+  for (int k = 0; k < 5; k++) {          /* the fastest of five: the least disturbed */
+    uint64_t t0 = mono();
+    spin_iters(n);
+    uint64_t t = mono() - t0;
+    if (t < best) best = t;
+  }
+  spin_iters_per_ns = best ? (double)n / (double)best : 1;
+}
+
 static void *replay_thread(void *arg) {
   rthread_info_t *ti = arg;
   char path[PROG_PATH_MAX];
@@ -579,7 +605,7 @@ static void *replay_thread(void *arg) {
     return NULL;
   }
   rop_t buf[512];
-  uint64_t done = mono();
+  double owed = 0;
   for (;;) {
     ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -593,18 +619,22 @@ static void *replay_thread(void *arg) {
     }
     for (size_t i = 0; i < (size_t)n / sizeof(rop_t); i++) {
       if (speed > 0) {
-        /* the program's own work before this call: the recorded gap less
-         * the thread's shortest gap (what a call itself cost), scaled */
-        uint64_t dt = buf[i].dt_ns, think = dt > ti->min_dt ? (uint64_t)((double)(dt - ti->min_dt) * speed) : 0;
-        uint64_t until = done + think, now;
-        while ((now = mono()) < until) {
-          if (until - now > 200000) { struct timespec ts = {0, (long)(until - now - 100000)}; nanosleep(&ts, NULL); }
+        /* the program's own work before this call (the recorded gap),
+         * scaled; done as CPU work, in pieces of at least 1 us so that
+         * reading a clock does not become the work */
+        double think = (double)buf[i].dt_ns * speed;
+        if (think >= SLEEP_NS) {               /* a long gap: the thread was blocked, not computing */
+          struct timespec ts = {(time_t)(think / 1e9), (long)fmod(think, 1e9)};
+          nanosleep(&ts, NULL);
+        } else {
+          owed += think;
         }
-        exec_op(&buf[i]);
-        done = mono();
-      } else {
-        exec_op(&buf[i]);
+        if (owed >= 1000) {
+          spin_ns(owed);
+          owed = 0;
+        }
       }
+      exec_op(&buf[i]);
     }
   }
   close(fd);
@@ -619,6 +649,7 @@ static int cmp_begin(const void *a, const void *b) {
 int mmt_cmd_replay_run(int argc, char **argv) {
   if (argc < 2) { fprintf(stderr, "usage: mmtrace replay-run DIR [speed] [page|all]\n"); return 2; }
   run_dir = argv[1];
+  if (argc > 2 && atof(argv[2]) > 0) spin_calibrate();
   own_pvalloc = beside_malloc("pvalloc");
   own_valloc = beside_malloc("valloc");
   own_reallocarray = beside_malloc("reallocarray");
@@ -633,8 +664,8 @@ int mmt_cmd_replay_run(int argc, char **argv) {
   if (fscanf(f, "slots %" SCNu64 "\n", &nslots) != 1) { fprintf(stderr, "mmtrace replay-run: bad %s\n", path); return 3; }
   rthread_info_t t = {0};
   int ended;
-  while (fscanf(f, "thread %" SCNu64 " %" SCNu64 " %d %" SCNu64 " %" SCNu64 " %" SCNu64 "\n", &t.thread,
-                &t.begin_ns, &ended, &t.end_ns, &t.ops, &t.min_dt) == 6) {
+  while (fscanf(f, "thread %" SCNu64 " %" SCNu64 " %d %" SCNu64 " %" SCNu64 "\n", &t.thread,
+                &t.begin_ns, &ended, &t.end_ns, &t.ops) == 5) {
     t.ended = ended;
     if (n == cap) { cap = cap ? 2 * cap : 64; th = realloc(th, cap * sizeof *th); if (!th) return 3; }
     th[n++] = t;
@@ -738,13 +769,45 @@ int mmt_cmd_replay(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s/mmtrace-replay-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) { fprintf(stderr, "mmtrace replay: mkdtemp: %s\n", strerror(errno)); return 2; }
   }
-  prep_t prep;
+  /* Linux carries a process's peak RSS over fork and exec into the child's
+   * ru_maxrss: the preparation (tables as big as the live set) runs in a
+   * child of its own, so that this process stays small and the replays it
+   * forks report their own peak alone. */
   uint64_t tp = mono();
-  int rc = prepare(trace, dir, partial, &prep);
-  if (rc) { if (!keep) rm_dir(dir); return rc; }
+  fflush(NULL);
+  pid_t prep_pid = fork();
+  if (prep_pid < 0) { perror("mmtrace replay: fork"); return 2; }
+  if (prep_pid == 0) {
+    prep_t prep;
+    int prc = prepare(trace, dir, partial, &prep);
+    if (!prc) {
+      char path[PATH_MAX + 16];
+      snprintf(path, sizeof path, "%s/summary", dir);
+      FILE *sf = fopen(path, "w");
+      if (!sf) _exit(2);
+      fprintf(sf, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", prep.ops, prep.nth, prep.nslots,
+              prep.skipped_unknown);
+      fclose(sf);
+    }
+    fflush(NULL);
+    _exit(prc);
+  }
+  int pstatus;
+  while (waitpid(prep_pid, &pstatus, 0) < 0 && errno == EINTR) {}
+  struct { uint64_t ops, nth, nslots, skipped_unknown; } prep = {0, 0, 0, 0};
+  char spath[PATH_MAX + 16];
+  snprintf(spath, sizeof spath, "%s/summary", dir);
+  FILE *sf = WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0 ? fopen(spath, "r") : NULL;
+  if (!sf || fscanf(sf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &prep.ops, &prep.nth, &prep.nslots,
+                    &prep.skipped_unknown) != 4) {
+    if (sf) fclose(sf);
+    if (!keep) rm_dir(dir);
+    return WIFEXITED(pstatus) && WEXITSTATUS(pstatus) ? WEXITSTATUS(pstatus) : 2;
+  }
+  fclose(sf);
   fprintf(stderr, "mmtrace replay: %" PRIu64 " calls in %" PRIu64 " threads, %" PRIu64 " slots, prepared in %.2f s"
-          "%s%" PRIu64 " releases of unknown pointers skipped\n",
-          prep.ops, prep.nth, prep.nslots, (double)(mono() - tp) / 1e9, "; ", prep.skipped_unknown);
+          "; %" PRIu64 " releases of unknown pointers skipped\n",
+          prep.ops, prep.nth, prep.nslots, (double)(mono() - tp) / 1e9, prep.skipped_unknown);
   char self[PATH_MAX];
   ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
   if (l <= 0) return 2;

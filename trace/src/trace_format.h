@@ -27,14 +27,17 @@
  * Event: one byte  op (bits 0-4) | FAILED (bit 5) | INPLACE (bit 6); bit 7
  * is zero.  Then, by op (all integers varints, see below):
  *   THREAD_BEGIN  ticks since trace start | OS thread id
- *   THREAD_END    dt
- *   malloc-like   dt | [align] | size            (align for the ALIGNED ops)
- *   CALLOC        dt | nmemb | size
- *   REALLOC       dt | ref | size
- *   REALLOCARRAY  dt | ref | nmemb | size
- *   free-like     dt | ref | [size] | [align]    (size for the SIZED deletes)
- *   FORK          dt | child pid | FAILED if fork failed
- * dt is the ticks since the thread's previous event.
+ *   THREAD_END    gap | dur
+ *   malloc-like   gap | dur | [align] | size            (align for the ALIGNED ops)
+ *   CALLOC        gap | dur | nmemb | size
+ *   REALLOC       gap | dur | ref | size
+ *   REALLOCARRAY  gap | dur | ref | nmemb | size
+ *   free-like     gap | dur | ref | [size] | [align]    (size for the SIZED deletes)
+ *   FORK          gap | dur | child pid | FAILED if fork failed
+ * gap: ticks from the return of the thread's previous call (or its
+ * THREAD_BEGIN) to this call; dur: ticks the call took (the allocator's and
+ * the recorder's).  A release's call begins before the allocator sees the
+ * block; an allocation's ends after the allocator returned it.
  *
  * Block identity.  Every call that returns a new block (any successful
  * allocation, a successful realloc) gives it the id (thread, n), where n

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""fidelity.py — does a replay rank allocators as the real program does?
+Each program is recorded once on glibc, then run for real on every
+allocator and replayed on every allocator (`mmtrace replay`, default
+speed: the recorded work between calls kept), several repetitions,
+allocators alternating.  Per program: Kendall's tau between the two
+rankings by median time, and each allocator's replayed peak RSS against
+its real one.  Results: bench/results/<date>-trace-fidelity-<host>/.
+
+    python3 trace/fidelity.py [--reps N] [--size tiny|quick] [--cases a,b] [--build-dir build] [--out DIR]
+
+Programs: the make bench workloads at 2 threads, bwa mem -t 2, a
+two-thread CPython script with PYTHONMALLOC=malloc, and a C++ program
+(test/preload/cxxprog.cpp: std::map, unordered_map, strings, vectors).
+"""
+import argparse
+import datetime
+import itertools
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, HERE)
+
+import allocators  # noqa: E402
+import run  # noqa: E402
+import suite  # noqa: E402
+from overhead import PY_SCRIPT  # noqa: E402
+
+
+def kendall_tau(a, b):
+    """tau-a over the items both rankings hold: a and b map item -> value."""
+    items = sorted(set(a) & set(b))
+    conc = disc = 0
+    for x, y in itertools.combinations(items, 2):
+        s = (a[x] - a[y]) * (b[x] - b[y])
+        conc += s > 0
+        disc += s < 0
+    pairs = len(items) * (len(items) - 1) // 2
+    return (conc - disc) / pairs if pairs else 0.0
+
+
+def programs(build, tmp, size):
+    out = {}
+    for w in ("larson", "recycle", "xfree", "handoff", "consume", "threadtest", "knary", "barnes", "mesh",
+              "align", "pipeline", "realloc-grow", "cache-scratch"):
+        exe = os.path.join(build, "bench", w)
+        if os.path.exists(exe):
+            out[w] = ([exe, "threads=2"] + suite.args_for(w, size), {})
+    try:
+        import bwa_data
+        if not bwa_data.tools_missing():
+            q = suite.BWA[size]
+            ref, r1, r2 = bwa_data.prepare(os.path.join(ROOT, "bench", "data"), q["genome_bp"], q["pairs"],
+                                           log=lambda m: print(m, file=sys.stderr))
+            out["bwa"] = (bwa_data.command(2, ref, r1, r2), {})
+    except Exception as e:
+        print(f"fidelity: bwa left out: {e}", file=sys.stderr)
+    py = shutil.which("python3.11") or "/usr/bin/python3"
+    script = os.path.join(tmp, "dicts.py")
+    with open(script, "w") as f:
+        f.write(PY_SCRIPT)
+    out["python"] = ([os.path.realpath(py), script], {"PYTHONMALLOC": "malloc"})
+    cxx = os.path.join(tmp, "cxxprog")
+    r = subprocess.run(["g++", "-O2", "-std=c++17", "-pthread", "-o", cxx,
+                        os.path.join(ROOT, "test", "preload", "cxxprog.cpp")], capture_output=True, text=True)
+    if r.returncode == 0:
+        out["cxx"] = ([cxx, "200000"], {})
+    else:
+        print(f"fidelity: the C++ program did not build: {r.stderr[-300:]}", file=sys.stderr)
+    return out
+
+
+def real_run(cmd, env, alloc):
+    """Wall time and peak RSS (MiB) of one run, measured as make bench does
+    (peak RSS through GNU time, from a parent smaller than this Python)."""
+    r = run.run_child(cmd, alloc.env(dict(os.environ, **env)), timeout=600)
+    if r.get("status") != "ok":
+        raise SystemExit(f"fidelity: {alloc.name}: {' '.join(cmd)} failed: {r.get('detail', r.get('stderr', ''))[-300:]}")
+    return r["wall_s"], r["maxrss_kb"] / 1024.0
+
+
+def replay(mmtrace, trace, allocs, reps):
+    cmd = [mmtrace, "replay", trace, "--reps", str(reps)]
+    for a in allocs:
+        cmd += ["--alloc", a.path or "glibc"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"fidelity: replay of {trace} failed: {r.stderr[-800:]}")
+    rows = re.findall(r"^\| (\S+) \| ([0-9.]+) \| [0-9.]+ \| ([0-9.]+) \| (\d+) \|$", r.stdout, re.M)
+    by_path = {(a.path or "glibc"): a.name for a in allocs}
+    return {by_path[n]: (float(t), float(rss)) for n, t, rss, _ in rows}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--size", default="tiny", choices=["tiny", "quick"])
+    ap.add_argument("--cases", default="")
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build_dir)
+    mmtrace = os.path.join(build, "mmtrace")
+    allocs, missing, _ = allocators.discover(build, install=False, log=lambda m: None)
+    for name, pkg, why in missing:
+        print(f"fidelity: {name} left out ({why})", file=sys.stderr)
+    tmp = tempfile.mkdtemp(prefix="mmtrace-fidelity-")
+    progs = programs(build, tmp, a.size)
+    names = [c for c in (a.cases.split(",") if a.cases else progs) if c in progs]
+    rows = []
+    for c in names:
+        cmd, env = progs[c]
+        trace = os.path.join(tmp, f"{c}.mmtrace")
+        r = subprocess.run([mmtrace, "record", "-o", trace, "--"] + cmd, env=dict(os.environ, **env),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"fidelity: recording {c} failed: {r.stderr[-500:]}")
+        real = {x.name: ([], []) for x in allocs}
+        for rep in range(a.reps):
+            for x in (allocs if rep % 2 == 0 else list(reversed(allocs))):
+                t, rss = real_run(cmd, env, x)
+                real[x.name][0].append(t)
+                real[x.name][1].append(rss)
+        rt = {n: statistics.median(v[0]) for n, v in real.items()}
+        rr = {n: statistics.median(v[1]) for n, v in real.items()}
+        rep_ = replay(mmtrace, trace, allocs, a.reps)
+        pt = {n: v[0] for n, v in rep_.items()}
+        pr = {n: v[1] for n, v in rep_.items()}
+        tau = kendall_tau(rt, pt)
+        rows.append((c, tau, rt, pt, rr, pr))
+        print(f"{c}: tau {tau:+.2f}; real " + ", ".join(f"{n} {rt[n]:.3f}s/{rr[n]:.0f}M" for n in rt) +
+              "; replay " + ", ".join(f"{n} {pt.get(n, 0):.3f}s/{pr.get(n, 0):.0f}M" for n in rt), file=sys.stderr)
+    host = platform.node() or "host"
+    out = a.out or os.path.join(ROOT, "bench", "results",
+                                f"{datetime.date.today().isoformat()}-trace-fidelity-{host}")
+    os.makedirs(out, exist_ok=True)
+    alloc_names = [x.name for x in allocs]
+    with open(os.path.join(out, "results.csv"), "w") as f:
+        f.write("program,allocator,real_s,replay_s,real_rss_mib,replay_rss_mib\n")
+        for c, tau, rt, pt, rr, pr in rows:
+            for n in alloc_names:
+                f.write(f"{c},{n},{rt[n]:.4f},{pt.get(n, 0):.4f},{rr[n]:.1f},{pr.get(n, 0):.1f}\n")
+    lines = ["# Replay fidelity", "",
+             f"`python3 trace/fidelity.py --reps {a.reps} --size {a.size}` on {host} ({os.cpu_count()} CPUs), "
+             f"{datetime.date.today().isoformat()}: each program recorded once on glibc, then run for real and "
+             f"replayed (default speed: the recorded work between calls kept) on {len(alloc_names)} allocators "
+             f"({', '.join(alloc_names)}), {a.reps} repetitions each, allocators alternating; medians.", "",
+             "tau: Kendall's tau between the allocators' order by real time and by replayed time (1: the same "
+             "order). RSS: replayed peak RSS / real peak RSS, per allocator (min-max), and how many allocators "
+             "are within 15%.", "",
+             "| program | tau | RSS replay/real | within 15% | fastest real | fastest replayed |",
+             "|---|---|---|---|---|---|"]
+    taus = []
+    for c, tau, rt, pt, rr, pr in rows:
+        ratios = [pr[n] / rr[n] for n in alloc_names if n in pr and rr[n]]
+        within = sum(1 for x in ratios if abs(x - 1) <= 0.15)
+        taus.append(tau)
+        lines.append(f"| {c} | {tau:+.2f} | {min(ratios):.2f}-{max(ratios):.2f} | {within}/{len(ratios)} | "
+                     f"{min(rt, key=rt.get)} | {min(pt, key=pt.get)} |")
+    lines += ["", f"Mean tau: {statistics.mean(taus):+.2f} over {len(taus)} programs." if taus else ""]
+    open(os.path.join(out, "report.md"), "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
