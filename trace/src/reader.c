@@ -43,6 +43,7 @@ struct mmt_reader {
   size_t payload_cap, pos, end;
   uint64_t chunk_off, chunk_thread, events_left;
   uint64_t chunk_ns, chunk_ticks;  /* the clock pair of the current chunk */
+  uint64_t chunk_post;             /* the recorder's own ticks after each call, in it */
   uint64_t chunks;
   unsigned execs;
   bool last_exec;                /* the last record read was an exec record */
@@ -268,11 +269,12 @@ static int next_record(mmt_reader_t *r) {
       return 0;
     }
     if (kind != MMT_REC_CHUNK) return fail(r, at, "unknown record kind 0x%02x", (unsigned)kind);
-    uint64_t thread, seq, events, bytes, ns, ticks;
+    uint64_t thread, seq, events, bytes, ns, ticks, post;
     unsigned char sum[8];
     if (!get_varint_file(r, &thread, at, "chunk header") || !get_varint_file(r, &seq, at, "chunk header") ||
         !get_varint_file(r, &events, at, "chunk header") || !get_varint_file(r, &bytes, at, "chunk header") ||
         !get_varint_file(r, &ns, at, "chunk header") || !get_varint_file(r, &ticks, at, "chunk header") ||
+        !get_varint_file(r, &post, at, "chunk header") ||
         !get_bytes(r, sum, 8, at, "chunk header"))
       return -1;
     if (thread >= MAX_THREADS) return fail(r, at, "chunk of thread %llu: over the limit of %u threads",
@@ -289,7 +291,7 @@ static int next_record(mmt_reader_t *r) {
       r->payload_cap = bytes;
     }
     if (!get_bytes(r, r->payload, bytes, at, "chunk payload")) return -1;
-    unsigned char hdr[1 + 6 * MMT_VARINT_MAX], *h = hdr;
+    unsigned char hdr[1 + 7 * MMT_VARINT_MAX], *h = hdr;
     *h++ = MMT_REC_CHUNK;
     h = mmt_put_varint(h, thread);
     h = mmt_put_varint(h, seq);
@@ -297,6 +299,7 @@ static int next_record(mmt_reader_t *r) {
     h = mmt_put_varint(h, bytes);
     h = mmt_put_varint(h, ns);
     h = mmt_put_varint(h, ticks);
+    h = mmt_put_varint(h, post);
     /* the header re-encoded: the recorder writes the shortest varints, so
      * any other encoding of the same numbers fails the checksum too */
     if (mmt_get_u64(sum) != mmt_sum_more(mmt_sum_more(MMT_SUM_SEED, hdr, (size_t)(h - hdr)), r->payload, bytes))
@@ -312,6 +315,7 @@ static int next_record(mmt_reader_t *r) {
     r->chunk_off = at;
     r->chunk_ns = ns;
     r->chunk_ticks = ticks;
+    r->chunk_post = post;
     r->chunk_thread = thread;
     r->events_left = events;
     r->pos = 0;
@@ -384,6 +388,7 @@ int mmt_reader_next(mmt_reader_t *r, mmt_event_t *ev) {
   if (entry < t->last_ticks || exit < entry) return fail(r, r->chunk_off, "malformed chunk: time overflows");
   ev->time_ns = to_ns(r, t, entry);
   ev->gap_ns = ticks_to_ns(r, gap);
+  ev->work_ns = ticks_to_ns(r, gap > r->chunk_post ? gap - r->chunk_post : 0);
   ev->dur_ns = ticks_to_ns(r, dur);
   t->last_ticks = exit;
   if (op == MMT_FORK) {

@@ -123,7 +123,8 @@ typedef struct tstate {
   uint64_t tidx;                     /* this thread's index in the trace */
   uint64_t entry;                    /* when the call being recorded began */
   uint64_t last_exit;                /* when the thread's previous call returned */
-  uint64_t post_cost;                /* ticks the recorder spends after a call's exit (sampled) */
+  uint64_t post_cost;                /* ticks the recorder spends after a call's exit (sampled;
+                                        each chunk says it, for the replay to take off gaps) */
   uint32_t sample;                   /* events since the last sample of post_cost */
   uint64_t nblocks;                  /* blocks it has been given: the next id's n */
   uint64_t last_remote;              /* n of its previous reference to another thread's block */
@@ -210,9 +211,9 @@ static void write_failed(void) {
 
 /* One chunk: the events [from, from + bytes) of t's buffer. Caller holds
  * t->flushing. */
-static void write_chunk(tstate_t *t, uint32_t from, uint32_t bytes, uint32_t events) {
+static void write_chunk(tstate_t *t, uint32_t from, uint32_t bytes, uint32_t events, uint64_t post) {
   if (!bytes || atomic_load(&closed) || trace_fd < 0) return;
-  unsigned char hdr[1 + 6 * MMT_VARINT_MAX + 8], *q = hdr;
+  unsigned char hdr[1 + 7 * MMT_VARINT_MAX + 8], *q = hdr;
   *q++ = MMT_REC_CHUNK;
   q = mmt_put_varint(q, t->tidx);
   q = mmt_put_varint(q, t->chunk_seq);
@@ -221,6 +222,7 @@ static void write_chunk(tstate_t *t, uint32_t from, uint32_t bytes, uint32_t eve
   uint64_t ticks = now_ticks() - start_ticks, ns = mono_ns() - start_ns;
   q = mmt_put_varint(q, ns);
   q = mmt_put_varint(q, ticks);
+  q = mmt_put_varint(q, post);
   mmt_put_u64(q, mmt_sum_more(mmt_sum_more(MMT_SUM_SEED, hdr, (size_t)(q - hdr)), t->buf + from, bytes));
   q += 8;
   struct iovec iov[2] = {{hdr, (size_t)(q - hdr)}, {t->buf + from, bytes}};
@@ -240,7 +242,7 @@ static void flush_own(tstate_t *t) {
   flag_take(t);
   uint64_t f = atomic_load_explicit(&t->fill, memory_order_relaxed);
   uint32_t bytes = (uint32_t)f, events = (uint32_t)(f >> 32);
-  write_chunk(t, t->taken_bytes, bytes - t->taken_bytes, events - t->taken_events);
+  write_chunk(t, t->taken_bytes, bytes - t->taken_bytes, events - t->taken_events, t->post_cost);
   t->taken_bytes = t->taken_events = 0;
   atomic_store_explicit(&t->fill, 0, memory_order_relaxed);
   flag_drop(t);
@@ -253,7 +255,7 @@ static void flush_foreign(tstate_t *t) {
   uint64_t f = atomic_load_explicit(&t->fill, memory_order_acquire);
   uint32_t bytes = (uint32_t)f, events = (uint32_t)(f >> 32);
   if (bytes > t->taken_bytes) {
-    write_chunk(t, t->taken_bytes, bytes - t->taken_bytes, events - t->taken_events);
+    write_chunk(t, t->taken_bytes, bytes - t->taken_bytes, events - t->taken_events, 0);   /* post_cost is the owner's */
     t->taken_bytes = bytes;
     t->taken_events = events;
   }
@@ -278,10 +280,7 @@ static void flush_all(bool in_signal) {
 static inline unsigned char *ev_begin(tstate_t *t, unsigned op, uint64_t exit) {
   unsigned char *q = t->buf + (uint32_t)atomic_load_explicit(&t->fill, memory_order_relaxed);
   *q++ = (unsigned char)op;
-  /* the recorder's work after the previous exit (encoding, the shadow map)
-   * is not the program's: its sampled cost comes off the gap */
-  uint64_t since = t->last_exit + t->post_cost;
-  q = mmt_put_varint(q, t->entry > since ? t->entry - since : 0);
+  q = mmt_put_varint(q, t->entry - t->last_exit);
   q = mmt_put_varint(q, exit - t->entry);
   t->last_exit = exit;
   return q;
@@ -293,7 +292,6 @@ static inline void ev_end(tstate_t *t, unsigned char *q) {
   atomic_store_explicit(&t->fill, bytes | ((f >> 32) + 1) << 32, memory_order_release);
   if (UNLIKELY(bytes >= BUF_BYTES)) {
     flush_own(t);
-    t->last_exit = now_ticks() - t->post_cost;   /* the write is not the program's time */
   } else if (UNLIKELY(++t->sample == 16)) {      /* one event in 16: what the recording cost */
     t->sample = 0;
     uint64_t c = now_ticks() - t->last_exit;

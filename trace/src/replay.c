@@ -1,8 +1,8 @@
 /* replay.c — `mmtrace replay`: run a trace's calls again, with the same
  * threads, on any allocator, and measure time, peak RSS and page faults.
  *
- *   mmtrace replay TRACE [--alloc NAME|PATH.so]... [--reps N] [--speed S]
- *                  [--touch page|all] [--partial] [--keep DIR]
+ *   mmtrace replay TRACE [--alloc NAME|PATH.so[VAR=VALUE,...]]... [--reps N]
+ *                  [--speed S] [--touch page|all] [--partial] [--keep DIR]
  *
  * Three parts:
  *
@@ -28,7 +28,10 @@
  *    every byte), so RSS and page faults are real.  Before each call a
  *    thread does the program's own work: S times (--speed S, default 1) the
  *    recorded gap since its previous call returned, spun when short, slept
- *    from 200 us up; the replay's own calls take what they take.
+ *    from 200 us up, less the time the call's block kept it waiting (the
+ *    gap of a consumer holds its wait for the producer, which the replay
+ *    makes as it waits for the block: not twice); the replay's own calls
+ *    take what they take.
  *    --speed 0 replays the calls back to back.
  *
  * 3. measure (this process): each allocator in turn, alternating order
@@ -82,8 +85,9 @@ typedef struct {
   uint32_t unused2;
   uint64_t size, arg;               /* arg: alignment or nmemb */
   uint64_t dt_ns;                   /* the program's own time before the call (the trace's gap) */
+  uint64_t at_ns;                   /* when the call began in the trace */
 } rop_t;
-_Static_assert(sizeof(rop_t) == 48, "a replay op is 48 bytes: patched in place by offset");
+_Static_assert(sizeof(rop_t) == 56, "a replay op is 56 bytes: patched in place by offset");
 
 /* ---- prepare ------------------------------------------------------------- */
 
@@ -98,7 +102,7 @@ typedef struct {
   size_t nfree, capfree;
 } pthread_prog_t;
 
-typedef struct { uint64_t key, a, b; } pslot_t;
+typedef struct { uint64_t key, a, b, c; } pslot_t;
 typedef struct { pslot_t *s; size_t cap, n; } ptable_t;
 
 static uint64_t pmix(uint64_t k) {
@@ -106,7 +110,7 @@ static uint64_t pmix(uint64_t k) {
   return k;
 }
 static void oom(void) { fprintf(stderr, "mmtrace replay: out of memory\n"); exit(2); }
-static void pput(ptable_t *t, uint64_t key, uint64_t a, uint64_t b);
+static void pput(ptable_t *t, uint64_t key, uint64_t a, uint64_t b, uint64_t c);
 static void pgrow(ptable_t *t) {
   ptable_t old = *t;
   t->cap = old.cap ? old.cap * 2 : 4096;
@@ -114,17 +118,17 @@ static void pgrow(ptable_t *t) {
   if (!t->s) oom();
   t->n = 0;
   for (size_t i = 0; i < old.cap; i++)
-    if (old.s[i].key) pput(t, old.s[i].key, old.s[i].a, old.s[i].b);
+    if (old.s[i].key) pput(t, old.s[i].key, old.s[i].a, old.s[i].b, old.s[i].c);
   free(old.s);
 }
-static void pput(ptable_t *t, uint64_t key, uint64_t a, uint64_t b) {
+static void pput(ptable_t *t, uint64_t key, uint64_t a, uint64_t b, uint64_t c) {
   if (2 * (t->n + 1) > t->cap) pgrow(t);
   size_t i = pmix(key) & (t->cap - 1);
   while (t->s[i].key && t->s[i].key != key) i = (i + 1) & (t->cap - 1);
   if (!t->s[i].key) t->n++;
-  t->s[i] = (pslot_t){key, a, b};
+  t->s[i] = (pslot_t){key, a, b, c};
 }
-static bool ptake(ptable_t *t, uint64_t key, uint64_t *a, uint64_t *b) {
+static bool ptake(ptable_t *t, uint64_t key, uint64_t *a, uint64_t *b, uint64_t *c) {
   if (!t->cap) return false;
   size_t i = pmix(key) & (t->cap - 1);
   while (t->s[i].key != key) {
@@ -133,6 +137,7 @@ static bool ptake(ptable_t *t, uint64_t key, uint64_t *a, uint64_t *b) {
   }
   *a = t->s[i].a;
   *b = t->s[i].b;
+  *c = t->s[i].c;
   size_t j = i;
   for (;;) {
     t->s[i].key = 0;
@@ -157,7 +162,7 @@ typedef struct {
   ptable_t live;                    /* block -> slot */
   ptable_t pending;                 /* block -> (freeing thread, offset of its op) */
   uint64_t open_files;
-  uint64_t ops, skipped_unknown, pending_max;
+  uint64_t ops, skipped_unknown, pending_max, skewed;
 } prep_t;
 
 #define PROG_BUF 16384
@@ -272,13 +277,17 @@ static void slot_free(prep_t *p, uint64_t t, uint32_t s) {
 }
 
 /* A release by thread f of block (o, n) in op *op (to be added): fills the
- * slot now, or leaves it to be patched when the block's allocation is read. */
+ * slot now, or leaves it to be patched when the block's allocation is read.
+ * A release that began before its block's allocation did (a clock that
+ * is not the same on every CPU) is counted: the replay then cannot use the
+ * trace's times to order threads. */
 static bool release_slot(prep_t *p, uint64_t f, uint64_t o, uint64_t n, rop_t *op, bool *pending) {
-  uint64_t s, unused;
+  uint64_t s, alloc_at, unused;
   *pending = false;
-  if (ptake(&p->live, bkey(o, n), &s, &unused)) {
+  if (ptake(&p->live, bkey(o, n), &s, &alloc_at, &unused)) {
     op->slot = (uint32_t)s;
     op->gen = p->gen[s]++;
+    if (op->at_ns < alloc_at) p->skewed++;
     slot_free(p, f, (uint32_t)s);
     return true;
   }
@@ -291,12 +300,13 @@ static void new_block(prep_t *p, uint64_t t, uint64_t n, rop_t *op) {
   uint32_t s = slot_new(p, t);
   op->slot2 = s;
   op->gen2 = p->gen[s]++;
-  uint64_t f, off;
-  if (ptake(&p->pending, bkey(t, n), &f, &off)) {   /* its release was read first */
+  uint64_t f, off, free_at;
+  if (ptake(&p->pending, bkey(t, n), &f, &off, &free_at)) {   /* its release was read first */
+    if (free_at < op->at_ns) p->skewed++;
     prog_patch(p, f, off, s, p->gen[s]++);
     slot_free(p, f, s);
   } else {
-    pput(&p->live, bkey(t, n), s, 0);
+    pput(&p->live, bkey(t, n), s, op->at_ns, 0);
   }
 }
 
@@ -323,7 +333,7 @@ static int prepare(const char *trace, const char *dir, bool partial, prep_t *p) 
     unsigned shape = mmt_op_shape(e.op);
     rop_t op = {.op = (uint8_t)e.op, .flags = e.failed ? R_FAILED : 0, .slot = NO_SLOT, .slot2 = NO_SLOT,
                 .size = e.size, .arg = (shape & MMT_HAS_NMEMB) ? e.nmemb : e.align,
-                .dt_ns = e.gap_ns};
+                .dt_ns = e.work_ns, .at_ns = e.time_ns};
     th->last_ns = e.time_ns;
     bool pending = false;
     if (shape & MMT_HAS_REF) {
@@ -333,9 +343,9 @@ static int prepare(const char *trace, const char *dir, bool partial, prep_t *p) 
         op.op = MMT_MALLOC;                               /* a realloc of one: its new block only */
       } else if (e.ref == MMT_REF_IS_BLOCK) {
         if (!e.released) {                                /* failed realloc, block kept */
-          uint64_t s, unused;
-          if (ptake(&p->live, bkey(e.ref_thread, e.ref_n), &s, &unused)) {
-            pput(&p->live, bkey(e.ref_thread, e.ref_n), s, 0);
+          uint64_t s, at, unused;
+          if (ptake(&p->live, bkey(e.ref_thread, e.ref_n), &s, &at, &unused)) {
+            pput(&p->live, bkey(e.ref_thread, e.ref_n), s, at, 0);
             op.slot = (uint32_t)s;
             op.gen = p->gen[s]++;
             op.slot2 = (uint32_t)s;                       /* the same block goes on */
@@ -352,7 +362,7 @@ static int prepare(const char *trace, const char *dir, bool partial, prep_t *p) 
     if (e.allocated) new_block(p, e.thread, e.new_n, &op);
     uint64_t off = prog_add(p, e.thread, &op);
     if (pending) {
-      pput(&p->pending, bkey(e.ref_thread, e.ref_n), e.thread, off);
+      pput(&p->pending, bkey(e.ref_thread, e.ref_n), e.thread, off, e.time_ns);
       if (p->pending.n > p->pending_max) p->pending_max = p->pending.n;
     }
     if (th->ended) prog_close(p, e.thread);      /* a late call after its thread_end */
@@ -366,7 +376,7 @@ static int prepare(const char *trace, const char *dir, bool partial, prep_t *p) 
   snprintf(path, sizeof path, "%s/threads", dir);
   FILE *f = fopen(path, "w");
   if (!f) { fprintf(stderr, "mmtrace replay: %s: %s\n", path, strerror(errno)); return 2; }
-  fprintf(f, "slots %" PRIu64 "\n", p->nslots);
+  fprintf(f, "slots %" PRIu64 " skewed %" PRIu64 "\n", p->nslots, p->skewed);
   for (uint64_t t = 0; t < p->nth; t++) {
     pthread_prog_t *th = &p->th[t];
     fprintf(f, "thread %" PRIu64 " %" PRIu64 " %d %" PRIu64 " %" PRIu64 "\n", t, th->begin_ns,
@@ -393,7 +403,45 @@ typedef struct {
   bool started, joined;
 } rthread_info_t;
 
+/* A wait that does not take a CPU from the threads it waits for: spin a
+ * little, yield a little, then sleep, 10 us at first, up to 200 us. */
+typedef struct { unsigned n; long sleep_ns; } backoff_t;
+static void backoff(backoff_t *b) {
+  if (++b->n < 64) return;
+  if (b->n < 128) { sched_yield(); return; }
+  b->sleep_ns = b->sleep_ns ? (b->sleep_ns * 2 > 200000 ? 200000 : b->sleep_ns * 2) : 10000;
+  struct timespec ts = {0, b->sleep_ns};
+  nanosleep(&ts, NULL);
+}
+
 static rslot_t *slots;
+
+/* Where each replay thread is, in the trace's time: the time of the call
+ * it is about to make (its begin before it starts, UINT64_MAX once done).
+ * A thread that the trace shows blocked for long before a call (a join, a
+ * condition wait, a lock) waits until every other thread has come that
+ * far: that is what it was waiting for.  The thread with the earliest such
+ * time can always go on, so these waits form no cycle either. */
+typedef struct { _Atomic uint64_t at; char pad[56]; } progress_t;
+static progress_t *progress;
+static uint64_t nprogress;
+static bool ordered = true;       /* the trace's times agree with its blocks' order */
+
+/* Waits until every other thread has replayed the calls before at_ns;
+ * true if it had to wait. */
+static bool wait_others(uint64_t me, uint64_t at_ns) {
+  bool waited = false;
+  if (!ordered) return false;
+  for (uint64_t j = 0; j < nprogress; j++) {
+    if (j == me) continue;
+    backoff_t b = {0, 0};
+    while (atomic_load_explicit(&progress[j].at, memory_order_acquire) < at_ns) {
+      waited = true;
+      backoff(&b);
+    }
+  }
+  return waited;
+}
 static const char *run_dir;
 static double speed;
 static bool touch_all;
@@ -419,10 +467,10 @@ static uint64_t mono(void) {
 }
 
 static void wait_gen(rslot_t *s, uint32_t gen) {
-  unsigned spins = 0;
+  backoff_t b = {0, 0};
   while (atomic_load_explicit(&s->gen, memory_order_acquire) != gen) {
-    if (++spins == 64) atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
-    if (spins > 64) sched_yield();
+    if (b.n == 63) atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
+    backoff(&b);
   }
 }
 static void done_gen(rslot_t *s, uint32_t gen) { atomic_store_explicit(&s->gen, gen + 1, memory_order_release); }
@@ -573,26 +621,23 @@ static void exec_op(const rop_t *o) {
  * for it would take a CPU from the threads that were working. */
 #define SLEEP_NS 200000.0
 
-/* CPU work of a given length: a loop calibrated once against the clock. */
-static double spin_iters_per_ns = 1;
-static volatile uint64_t spin_sink;
-
-static void spin_iters(uint64_t n) {
-  uint64_t x = spin_sink;
-  for (uint64_t i = 0; i < n; i++) x = x * 6364136223846793005ull + 1;
-  spin_sink = x;
+/* CPU work of a given length, against the clock (a loop calibrated once
+ * runs at half speed when the other hardware thread of the core is busy). */
+static void spin_ns(double ns) {
+  uint64_t until = mono() + (uint64_t)ns;
+  while (mono() < until) {}
 }
-static void spin_ns(double ns) { spin_iters((uint64_t)(ns * spin_iters_per_ns)); }
 
-static void spin_calibrate(void) {
-  uint64_t best = UINT64_MAX, n = 1 << 20;
-  for (int k = 0; k < 5; k++) {          /* the fastest of five: the least disturbed */
-    uint64_t t0 = mono();
-    spin_iters(n);
-    uint64_t t = mono() - t0;
-    if (t < best) best = t;
-  }
-  spin_iters_per_ns = best ? (double)n / (double)best : 1;
+/* How long the op's released block kept it waiting (0 if it was there):
+ * that wait stands for the program's own wait for the other thread, which
+ * the recorded gap holds too, so it comes off the gap. */
+static uint64_t wait_ready(const rop_t *o) {
+  if (o->slot == NO_SLOT) return 0;
+  rslot_t *s = &slots[o->slot];
+  if (atomic_load_explicit(&s->gen, memory_order_acquire) == o->gen) return 0;
+  uint64_t t0 = mono();
+  wait_gen(s, o->gen);
+  return mono() - t0;
 }
 
 static void *replay_thread(void *arg) {
@@ -602,6 +647,7 @@ static void *replay_thread(void *arg) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (ti->ops) { fprintf(stderr, "mmtrace replay-run: %s: %s\n", path, strerror(errno)); exit(3); }
+    atomic_store_explicit(&progress[ti->thread].at, UINT64_MAX, memory_order_release);
     return NULL;
   }
   rop_t buf[512];
@@ -620,13 +666,20 @@ static void *replay_thread(void *arg) {
     for (size_t i = 0; i < (size_t)n / sizeof(rop_t); i++) {
       if (speed > 0) {
         /* the program's own work before this call (the recorded gap),
-         * scaled; done as CPU work, in pieces of at least 1 us so that
-         * reading a clock does not become the work */
+         * scaled, less what the call's block kept the thread waiting;
+         * CPU work in pieces of at least 1 us (so that reading a clock
+         * does not become the work), sleep from SLEEP_NS up */
+        atomic_store_explicit(&progress[ti->thread].at, buf[i].at_ns, memory_order_release);
         double think = (double)buf[i].dt_ns * speed;
-        if (think >= SLEEP_NS) {               /* a long gap: the thread was blocked, not computing */
-          struct timespec ts = {(time_t)(think / 1e9), (long)fmod(think, 1e9)};
-          nanosleep(&ts, NULL);
-        } else {
+        if (think >= SLEEP_NS) {
+          /* blocked in the trace: for the other threads, if they were what
+           * it waited for; else (I/O, a timer) for the time it took */
+          if (!wait_others(ti->thread, buf[i].at_ns)) {
+            struct timespec ts = {(time_t)(think / 1e9), (long)fmod(think, 1e9)};
+            nanosleep(&ts, NULL);
+          }
+          wait_ready(&buf[i]);
+        } else if ((think -= (double)wait_ready(&buf[i])) > 0) {
           owed += think;
         }
         if (owed >= 1000) {
@@ -638,6 +691,7 @@ static void *replay_thread(void *arg) {
     }
   }
   close(fd);
+  atomic_store_explicit(&progress[ti->thread].at, UINT64_MAX, memory_order_release);
   return NULL;
 }
 
@@ -649,7 +703,6 @@ static int cmp_begin(const void *a, const void *b) {
 int mmt_cmd_replay_run(int argc, char **argv) {
   if (argc < 2) { fprintf(stderr, "usage: mmtrace replay-run DIR [speed] [page|all]\n"); return 2; }
   run_dir = argv[1];
-  if (argc > 2 && atof(argv[2]) > 0) spin_calibrate();
   own_pvalloc = beside_malloc("pvalloc");
   own_valloc = beside_malloc("valloc");
   own_reallocarray = beside_malloc("reallocarray");
@@ -661,7 +714,12 @@ int mmt_cmd_replay_run(int argc, char **argv) {
   if (!f) { fprintf(stderr, "mmtrace replay-run: %s: %s\n", path, strerror(errno)); return 3; }
   uint64_t nslots = 0, n = 0, cap = 0;
   rthread_info_t *th = NULL;
-  if (fscanf(f, "slots %" SCNu64 "\n", &nslots) != 1) { fprintf(stderr, "mmtrace replay-run: bad %s\n", path); return 3; }
+  uint64_t skewed = 0;
+  if (fscanf(f, "slots %" SCNu64 " skewed %" SCNu64 "\n", &nslots, &skewed) != 2) {
+    fprintf(stderr, "mmtrace replay-run: bad %s\n", path);
+    return 3;
+  }
+  ordered = skewed == 0;
   rthread_info_t t = {0};
   int ended;
   while (fscanf(f, "thread %" SCNu64 " %" SCNu64 " %d %" SCNu64 " %" SCNu64 "\n", &t.thread,
@@ -674,6 +732,13 @@ int mmt_cmd_replay_run(int argc, char **argv) {
   /* the slot table: calloc'd, so untouched slots cost no memory */
   slots = calloc(nslots ? nslots : 1, sizeof *slots);
   if (!slots) { fprintf(stderr, "mmtrace replay-run: no memory for %" PRIu64 " slots\n", nslots); return 3; }
+  uint64_t maxid = 0;
+  for (uint64_t i = 0; i < n; i++) if (th[i].thread >= maxid) maxid = th[i].thread + 1;
+  progress = aligned_alloc(64, (maxid ? maxid : 1) * sizeof *progress);
+  if (!progress) return 3;
+  nprogress = maxid;
+  for (uint64_t i = 0; i < maxid; i++) atomic_init(&progress[i].at, UINT64_MAX);
+  for (uint64_t i = 0; i < n; i++) atomic_store(&progress[th[i].thread].at, th[i].begin_ns);
   qsort(th, n, sizeof *th, cmp_begin);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -704,7 +769,42 @@ int mmt_cmd_replay_run(int argc, char **argv) {
 
 /* ---- measure ------------------------------------------------------------- */
 
-typedef struct { char name[256]; char path[PATH_MAX]; double *secs; long *rss_kb, *faults; } alloc_t;
+/* An allocator to replay on: NAME or PATH.so, optionally with settings,
+ * NAME[VAR=VALUE,VAR=VALUE] (mmalloc[MMALLOC_PURGE_DELAY_MS=0]), set in the
+ * environment of its runs; the whole spec is its label in the table. */
+typedef struct {
+  char name[256];
+  char path[PATH_MAX];
+  char env[8][128];
+  int nenv;
+  double *secs;
+  long *rss_kb, *faults;
+} alloc_t;
+
+static int parse_alloc(const char *spec, alloc_t *a) {
+  memset(a, 0, sizeof *a);
+  snprintf(a->name, sizeof a->name, "%s", spec);
+  char base[256];
+  snprintf(base, sizeof base, "%s", spec);
+  char *br = strchr(base, '[');
+  if (br) {
+    size_t l = strlen(br);
+    if (l < 2 || br[l - 1] != ']') {
+      fprintf(stderr, "mmtrace replay: '%s': settings go in brackets, NAME[VAR=VALUE,...]\n", spec);
+      return -1;
+    }
+    br[l - 1] = 0;
+    *br = 0;
+    for (char *tok = strtok(br + 1, ","); tok; tok = strtok(NULL, ",")) {
+      if (!strchr(tok, '=') || a->nenv == 8) {
+        fprintf(stderr, "mmtrace replay: '%s': a setting is VAR=VALUE, at most 8\n", spec);
+        return -1;
+      }
+      snprintf(a->env[a->nenv++], sizeof a->env[0], "%s", tok);
+    }
+  }
+  return mmt_allocator_path(base, a->path, sizeof a->path);
+}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -739,8 +839,7 @@ int mmt_cmd_replay(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--alloc") == 0 && i + 1 < argc) {
       if (na == 16) { fprintf(stderr, "mmtrace replay: at most 16 allocators\n"); return 2; }
-      snprintf(allocs[na].name, sizeof allocs[na].name, "%s", argv[++i]);
-      if (mmt_allocator_path(allocs[na].name, allocs[na].path, sizeof allocs[na].path) != 0) return 2;
+      if (parse_alloc(argv[++i], &allocs[na]) != 0) return 2;
       na++;
     } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
     else if (strcmp(argv[i], "--speed") == 0 && i + 1 < argc) spd = atof(argv[++i]);
@@ -751,15 +850,11 @@ int mmt_cmd_replay(int argc, char **argv) {
     else trace = argv[i];
   }
   if (!trace || reps < 1 || spd < 0 || (strcmp(touch_mode, "page") && strcmp(touch_mode, "all"))) {
-    fprintf(stderr, "usage: mmtrace replay TRACE [--alloc NAME|PATH.so]... [--reps N] [--speed S] "
+    fprintf(stderr, "usage: mmtrace replay TRACE [--alloc NAME|PATH.so[VAR=VALUE,...]]... [--reps N] [--speed S] "
             "[--touch page|all] [--partial] [--keep DIR]\n");
     return 2;
   }
-  if (!na) {
-    snprintf(allocs[0].name, sizeof allocs[0].name, "glibc");
-    allocs[0].path[0] = 0;
-    na = 1;
-  }
+  if (!na && parse_alloc("glibc", &allocs[na++]) != 0) return 2;
   char dir[PATH_MAX];
   if (keep) {
     snprintf(dir, sizeof dir, "%s", keep);
@@ -785,8 +880,8 @@ int mmt_cmd_replay(int argc, char **argv) {
       snprintf(path, sizeof path, "%s/summary", dir);
       FILE *sf = fopen(path, "w");
       if (!sf) _exit(2);
-      fprintf(sf, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", prep.ops, prep.nth, prep.nslots,
-              prep.skipped_unknown);
+      fprintf(sf, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", prep.ops, prep.nth,
+              prep.nslots, prep.skipped_unknown, prep.skewed);
       fclose(sf);
     }
     fflush(NULL);
@@ -794,12 +889,12 @@ int mmt_cmd_replay(int argc, char **argv) {
   }
   int pstatus;
   while (waitpid(prep_pid, &pstatus, 0) < 0 && errno == EINTR) {}
-  struct { uint64_t ops, nth, nslots, skipped_unknown; } prep = {0, 0, 0, 0};
+  struct { uint64_t ops, nth, nslots, skipped_unknown, skewed; } prep = {0, 0, 0, 0, 0};
   char spath[PATH_MAX + 16];
   snprintf(spath, sizeof spath, "%s/summary", dir);
   FILE *sf = WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0 ? fopen(spath, "r") : NULL;
-  if (!sf || fscanf(sf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &prep.ops, &prep.nth, &prep.nslots,
-                    &prep.skipped_unknown) != 4) {
+  if (!sf || fscanf(sf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &prep.ops, &prep.nth,
+                    &prep.nslots, &prep.skipped_unknown, &prep.skewed) != 5) {
     if (sf) fclose(sf);
     if (!keep) rm_dir(dir);
     return WIFEXITED(pstatus) && WEXITSTATUS(pstatus) ? WEXITSTATUS(pstatus) : 2;
@@ -808,6 +903,9 @@ int mmt_cmd_replay(int argc, char **argv) {
   fprintf(stderr, "mmtrace replay: %" PRIu64 " calls in %" PRIu64 " threads, %" PRIu64 " slots, prepared in %.2f s"
           "; %" PRIu64 " releases of unknown pointers skipped\n",
           prep.ops, prep.nth, prep.nslots, (double)(mono() - tp) / 1e9, prep.skipped_unknown);
+  if (prep.skewed)
+    fprintf(stderr, "mmtrace replay: %" PRIu64 " releases are stamped before their block's allocation (the clock "
+            "differs between CPUs): threads blocked in the trace wait for their own time only\n", prep.skewed);
   char self[PATH_MAX];
   ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
   if (l <= 0) return 2;
@@ -831,6 +929,11 @@ int mmt_cmd_replay(int argc, char **argv) {
         close(pipefd[1]);
         if (al->path[0]) setenv("LD_PRELOAD", al->path, 1);
         else unsetenv("LD_PRELOAD");
+        for (int v = 0; v < al->nenv; v++) {
+          char *eq = strchr(al->env[v], '=');
+          *eq = 0;
+          setenv(al->env[v], eq + 1, 1);
+        }
         execl(self, self, "replay-run", dir, speed_s, touch_mode, (char *)NULL);
         _exit(127);
       }

@@ -3,7 +3,7 @@
  * dispatched from here.
  *
  *   mmtrace record [-o FILE] [--alloc NAME|PATH.so] -- CMD ARGS...
- *   mmtrace dump [--partial] TRACE
+ *   mmtrace dump [--partial] [--times] TRACE
  *   mmtrace info [--partial] TRACE
  *
  * Exit status: the traced command's for record (128 + N when signal N
@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
@@ -37,12 +38,15 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: mmtrace record [-o FILE] [--alloc NAME|PATH.so] -- CMD [ARGS...]\n"
-          "       mmtrace dump [--partial] TRACE\n"
+          "       mmtrace dump [--partial] [--times] TRACE   (--times: each call's gap, dur, work in ns)\n"
           "       mmtrace info [--partial] TRACE\n"
           "       mmtrace stats [--partial] TRACE          (JSON: what the report plots)\n"
           "       mmtrace report [--partial] TRACE [-o DIR] (markdown and plots, default TRACE.report/)\n"
-          "       mmtrace replay TRACE [--alloc NAME|PATH.so]... [--reps N] [--speed S] [--touch page|all]\n"
-          "                      [--partial] [--keep DIR]   (the calls again, on each allocator: time, RSS, faults)\n"
+          "       mmtrace replay TRACE [--alloc NAME|PATH.so[VAR=VALUE,...]]... [--reps N] [--speed S]\n"
+          "                      [--touch page|all]"
+          " [--partial] [--keep DIR]  (the calls again, on each allocator: time, RSS, faults)\n"
+          "       mmtrace advise TRACE [--reps N] [-o FILE]  (replays on every allocator and mmalloc setting: advice)\n"
+          "       mmtrace allocators                         (the allocators this machine has)\n"
           "Writes FILE (default CMD.mmtrace) for the traced process, FILE.<pid> for each\n"
           "process it forks or image it execs; the format is trace/FORMAT.md.\n");
 }
@@ -241,6 +245,8 @@ static void print_ref(FILE *o, const mmt_event_t *e) {
 }
 
 /* One line per event: time thread op fields [-> new block] [flags]. */
+static bool print_times;   /* dump --times: each event's gap, duration and work */
+
 static void mmt_print_event(FILE *o, const mmt_event_t *e) {
   fprintf(o, "%" PRIu64 " T%" PRIu64 " %s", e->time_ns, e->thread, mmt_op_name(e->op));
   unsigned shape = mmt_op_shape(e->op);
@@ -255,6 +261,8 @@ static void mmt_print_event(FILE *o, const mmt_event_t *e) {
   if (e->inplace) fprintf(o, " inplace");
   if ((shape & MMT_RELEASES) && (shape & MMT_ALLOCATES) && e->ref != MMT_REF_IS_NULL && !e->released)
     fprintf(o, " kept");
+  if (print_times && e->op != MMT_THREAD_BEGIN)
+    fprintf(o, " gap=%" PRIu64 " dur=%" PRIu64 " work=%" PRIu64, e->gap_ns, e->dur_ns, e->work_ns);
   fputc('\n', o);
 }
 
@@ -271,6 +279,7 @@ static int parse_one(int argc, char **argv, const char *cmd, bool *partial, cons
   *path = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--partial") == 0) *partial = true;
+    else if (strcmp(argv[i], "--times") == 0 && strcmp(cmd, "dump") == 0) print_times = true;
     else if (argv[i][0] == '-' && argv[i][1]) { fprintf(stderr, "mmtrace %s: unknown option %s\n", cmd, argv[i]); return 2; }
     else if (*path) { fprintf(stderr, "mmtrace %s: one trace at a time\n", cmd); return 2; }
     else *path = argv[i];
@@ -343,15 +352,33 @@ static int cmd_info(int argc, char **argv) {
   return 0;
 }
 
-/* report: trace/report.py (from the source tree this binary was built in,
- * or the installed copy), which runs `mmtrace stats` and plots. */
-static int cmd_report(int argc, char **argv) {
+/* allocators: the ones this machine has, as replay and record name them. */
+static int cmd_allocators(void) {
+  const char *names[] = {"mmalloc", "glibc", "jemalloc", "tcmalloc", "mimalloc", "tbbmalloc"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    char path[PATH_MAX];
+    fflush(stderr);
+    int saved = dup(2), null = open("/dev/null", O_WRONLY);
+    dup2(null, 2);                       /* the missing ones are not errors here */
+    int rc = mmt_allocator_path(names[i], path, sizeof path);
+    dup2(saved, 2);
+    close(saved);
+    close(null);
+    if (rc == 0) printf("%s %s\n", names[i], path[0] ? path : "(the C library)");
+  }
+  return 0;
+}
+
+/* report and advise: trace/report.py and trace/advise.py (from the source
+ * tree this binary was built in, or the installed copies, which are named
+ * mmtrace_report.py and mmtrace_advise.py), given this binary's path. */
+static int run_script(const char *name, int argc, char **argv) {
   char dir[PATH_MAX], script[PATH_MAX + 64], self[PATH_MAX];
   self_dir(dir, sizeof dir);
-  snprintf(script, sizeof script, "%s/../share/mmalloc/mmtrace_report.py", dir);
-  if (!exists(script)) snprintf(script, sizeof script, "%s", MMT_SOURCE_DIR "/report.py");
+  snprintf(script, sizeof script, "%s/../share/mmalloc/mmtrace_%s.py", dir, name);
+  if (!exists(script)) snprintf(script, sizeof script, "%s/%s.py", MMT_SOURCE_DIR, name);
   if (!exists(script)) {
-    fprintf(stderr, "mmtrace: the report script is not installed beside %s (nor at %s)\n", dir, script);
+    fprintf(stderr, "mmtrace: %s.py is not installed beside %s (nor at %s)\n", name, dir, script);
     return 2;
   }
   ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -377,8 +404,10 @@ int main(int argc, char **argv) {
   if (strcmp(c, "dump") == 0) return cmd_dump(argc - 1, argv + 1);
   if (strcmp(c, "info") == 0) return cmd_info(argc - 1, argv + 1);
   if (strcmp(c, "stats") == 0) return mmt_cmd_stats(argc - 1, argv + 1);
-  if (strcmp(c, "report") == 0) return cmd_report(argc - 1, argv + 1);
+  if (strcmp(c, "report") == 0) return run_script("report", argc - 1, argv + 1);
+  if (strcmp(c, "advise") == 0) return run_script("advise", argc - 1, argv + 1);
   if (strcmp(c, "replay") == 0) return mmt_cmd_replay(argc - 1, argv + 1);
+  if (strcmp(c, "allocators") == 0) return cmd_allocators();
   if (strcmp(c, "replay-run") == 0) return mmt_cmd_replay_run(argc - 1, argv + 1);
   if (strcmp(c, "-h") == 0 || strcmp(c, "--help") == 0 || strcmp(c, "help") == 0) { usage(stdout); return 0; }
   fprintf(stderr, "mmtrace: unknown command '%s'\n", c);

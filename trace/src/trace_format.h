@@ -7,7 +7,7 @@
  *   header   "mmtrace\0" | u16 version | varint L | L bytes of text | u32 fnv(text)
  *   records  any number of:
  *            'C' chunk: varint thread | varint chunk_seq | varint events
- *                       | varint bytes | varint ns | varint ticks
+ *                       | varint bytes | varint ns | varint ticks | varint post
  *                       | u64 sum(the chunk's bytes before it, then payload) | payload
  *            'X' exec:  u32 "EXEC"   (the image called exec; may go on if it failed)
  *            'E' end:   varint chunks | u32 "END."   (the image exited normally)
@@ -23,6 +23,8 @@
  * time-stamp counter; clock=monotonic: nanoseconds).  A chunk's ns and
  * ticks are both read when it was written, since the trace's start: an
  * event's time in ns is its ticks * ns / ticks of the chunk that holds it.
+ * post: the ticks the recorder spent after each call of that thread
+ * (sampled), which are in the gaps but are not the program's.
  *
  * Event: one byte  op (bits 0-4) | FAILED (bit 5) | INPLACE (bit 6); bit 7
  * is zero.  Then, by op (all integers varints, see below):
