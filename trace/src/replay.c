@@ -6,33 +6,45 @@
  *
  * Three parts:
  *
- * 1. prepare (once per trace, in this process): one pass over the trace in
- *    file order writes one program per trace thread (fixed 48-byte ops) in
- *    a work directory, and gives every block a slot in a table of live
- *    blocks.  A slot is reused for a new block of the thread that freed it
- *    (that thread's later calls come after its free in its own program),
- *    so the table holds about the peak number of live blocks.
+ * 1. prepare (once per trace, in a child, so that the measuring process
+ *    stays small: Linux carries a parent's peak RSS into the ru_maxrss of
+ *    the children it forks): one pass over the trace in file order writes
+ *    one program per trace thread (fixed 56-byte ops) in a work directory,
+ *    and gives every block a slot in a table of live blocks.  A slot is
+ *    reused for a new block of the thread that freed it (that thread's
+ *    later calls come after its free in its own program), so the table
+ *    holds about the peak number of live blocks.  A free read before its
+ *    block's allocation (another thread's chunk came first) is patched in
+ *    place when the allocation is read.
  *
  * 2. run (`mmtrace replay-run DIR`, a child with LD_PRELOAD set to the
  *    allocator): one replay thread per trace thread, each executing its
  *    program.  Every op on a slot names the slot's generation it expects
- *    and bumps it; an op waits (spinning, then yielding) until its slot has
- *    that generation.  So a free waits until its block exists, and a new
- *    block waits until the slot's previous block is gone.  Every wait is
- *    for a call that happened earlier in real time (the recorder stamps a
- *    release before it happens and an allocation after), so the waits form
- *    no cycle.  Threads start in the order they began; before starting one,
- *    the threads whose thread_end came before its begin are joined, so
- *    the replay has the same threads alive at once as the program had.
- *    Each new block gets one byte written per 4 KiB page (--touch all:
- *    every byte), so RSS and page faults are real.  Before each call a
- *    thread does the program's own work: S times (--speed S, default 1) the
- *    recorded gap since its previous call returned, spun when short, slept
- *    from 200 us up, less the time the call's block kept it waiting (the
- *    gap of a consumer holds its wait for the producer, which the replay
- *    makes as it waits for the block: not twice); the replay's own calls
- *    take what they take.
- *    --speed 0 replays the calls back to back.
+ *    and bumps it; an op waits until its slot has that generation.  So a
+ *    free waits until its block exists, and a new block waits until the
+ *    slot's previous block is gone.  Threads start in the order they
+ *    began; before starting one, the threads whose thread_end came before
+ *    its begin are joined, so the replay has the same threads alive at once
+ *    as the program had.  Before each call a thread does the program's own
+ *    work: S times (--speed S, default 1) the recorded work since its
+ *    previous call returned, spun (less the time the call's block kept it
+ *    waiting: a consumer's gap holds its wait for the producer, which the
+ *    replay makes as it waits for the block, not twice).  A gap of 200 us
+ *    or more is a thread blocked in the program (a join, a lock, a
+ *    condition): it waits until every other thread has replayed the calls
+ *    before that time (wait_others), or, if none was behind, sleeps the gap
+ *    (I/O, a timer).  And every 64 calls a thread waits until no other is
+ *    more than 500 us of the trace's time behind it: the program's own
+ *    hand-offs kept its threads that close (a producer ahead of its
+ *    consumer would hold memory the program never held).  Every wait is for calls earlier in the trace's time
+ *    (a release begins after its block's allocation returned), so the
+ *    thread waiting for the earliest time can always go on: the waits form
+ *    no cycle.  A trace whose clock disagrees with that (a release stamped
+ *    before its allocation: a clock that differs between CPUs) is replayed
+ *    without the time waits, with a note.  Each new block gets one byte
+ *    written per 4 KiB page (--touch all: every byte), so RSS and page
+ *    faults are real.  --speed 0 replays the calls back to back (the lag
+ *    bound still holds).
  *
  * 3. measure (this process): each allocator in turn, alternating order
  *    every repetition, wall time of the run phase from the child, peak RSS
@@ -92,7 +104,8 @@ _Static_assert(sizeof(rop_t) == 56, "a replay op is 56 bytes: patched in place b
 /* ---- prepare ------------------------------------------------------------- */
 
 typedef struct {
-  int fd;                           /* -1 while closed */
+  int fd;                           /* -1 while closed (O_APPEND) */
+  int patch_fd;                     /* -1 while closed: the same file, for pwrite */
   unsigned char *buf;
   size_t fill;                      /* bytes in buf, not yet written */
   uint64_t written;                 /* bytes in the file */
@@ -153,8 +166,13 @@ static bool ptake(ptable_t *t, uint64_t key, uint64_t *a, uint64_t *b, uint64_t 
 }
 static uint64_t bkey(uint64_t thread, uint64_t n) { return (thread << 40 | n) + 1; }
 
+typedef struct { uint32_t slot; uint64_t at; } freed_t;
+
 typedef struct {
   const char *dir;
+  bool cross;                       /* slots shared between threads (slot_new) */
+  freed_t *fifo;                    /* cross: released slots, oldest first */
+  size_t fifo_cap, fifo_head, fifo_n;
   pthread_prog_t *th;
   uint64_t nth, capth;
   uint32_t *gen;                    /* per slot: the generation the next op on it expects */
@@ -165,8 +183,8 @@ typedef struct {
   uint64_t ops, skipped_unknown, pending_max, skewed;
 } prep_t;
 
-#define PROG_BUF 16384
-#define MAX_OPEN 512
+#define PROG_BUF (256 * 1024)
+#define MAX_OPEN 256
 
 #define PROG_PATH_MAX (PATH_MAX + 64)
 static void prog_path(const prep_t *p, uint64_t t, char *out, size_t n) {
@@ -179,7 +197,10 @@ static pthread_prog_t *prog_of(prep_t *p, uint64_t t) {
     while (n <= t) n *= 2;
     p->th = realloc(p->th, n * sizeof *p->th);
     if (!p->th) oom();
-    for (uint64_t i = p->capth; i < n; i++) { memset(&p->th[i], 0, sizeof *p->th); p->th[i].fd = -1; }
+    for (uint64_t i = p->capth; i < n; i++) {
+      memset(&p->th[i], 0, sizeof *p->th);
+      p->th[i].fd = p->th[i].patch_fd = -1;
+    }
     p->capth = n;
   }
   if (t >= p->nth) p->nth = t + 1;
@@ -192,7 +213,7 @@ static void prog_flush(prep_t *p, uint64_t t) {
   if (th->fd < 0) {
     char path[PROG_PATH_MAX];
     prog_path(p, t, path, sizeof path);
-    th->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    th->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (th->written ? 0 : O_TRUNC), 0644);
     if (th->fd < 0) { fprintf(stderr, "mmtrace replay: %s: %s\n", path, strerror(errno)); exit(2); }
     p->open_files++;
   }
@@ -210,6 +231,7 @@ static void prog_close(prep_t *p, uint64_t t) {
   pthread_prog_t *th = &p->th[t];
   prog_flush(p, t);
   if (th->fd >= 0) { close(th->fd); th->fd = -1; p->open_files--; }
+  if (th->patch_fd >= 0) { close(th->patch_fd); th->patch_fd = -1; p->open_files--; }
   free(th->buf);
   th->buf = NULL;
 }
@@ -220,7 +242,7 @@ static uint64_t prog_add(prep_t *p, uint64_t t, const rop_t *op) {
   if (!th->buf) {
     if (p->open_files >= MAX_OPEN) {      /* too many open: close every other thread's file */
       for (uint64_t i = 0; i < p->nth; i++)
-        if (i != t && p->th[i].fd >= 0) prog_close(p, i);
+        if (i != t && (p->th[i].fd >= 0 || p->th[i].patch_fd >= 0)) prog_close(p, i);
     }
     th->buf = malloc(PROG_BUF);
     if (!th->buf) oom();
@@ -245,17 +267,35 @@ static void prog_patch(prep_t *p, uint64_t t, uint64_t off, uint32_t slot, uint3
   }
   char path[PROG_PATH_MAX];
   prog_path(p, t, path, sizeof path);
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0 || pwrite(fd, v, sizeof v, (off_t)(off + field)) != (ssize_t)sizeof v) {
+  if (th->patch_fd < 0) {            /* pwrite ignores the offset on an O_APPEND file */
+    th->patch_fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (th->patch_fd >= 0) p->open_files++;
+  }
+  if (th->patch_fd < 0 || pwrite(th->patch_fd, v, sizeof v, (off_t)(off + field)) != (ssize_t)sizeof v) {
     fprintf(stderr, "mmtrace replay: patching %s: %s\n", path, strerror(errno));
     exit(2);
   }
-  close(fd);
 }
 
-static uint32_t slot_new(prep_t *p, uint64_t t) {
+/* Slots of released blocks wait for a new block.  Shared (cross): in one
+ * queue, in the order their releases were read, each with the time of its
+ * release; a new block takes the oldest if that release came before it in
+ * the trace's time (so a producer reuses what its consumer freed, and the
+ * table stays as small as the live set: the wait this adds is for an
+ * earlier call).  Not shared (a trace whose clock cannot be trusted): each
+ * thread reuses the slots it freed itself, which its own program orders. */
+static uint32_t slot_new(prep_t *p, uint64_t t, uint64_t at) {
   pthread_prog_t *th = &p->th[t];
-  if (th->nfree) return th->free_slots[--th->nfree];
+  if (p->cross) {
+    if (p->fifo_n && p->fifo[p->fifo_head].at < at) {
+      uint32_t s = p->fifo[p->fifo_head].slot;
+      p->fifo_head = (p->fifo_head + 1) % p->fifo_cap;
+      p->fifo_n--;
+      return s;
+    }
+  } else if (th->nfree) {
+    return th->free_slots[--th->nfree];
+  }
   if (p->nslots >= p->capslots) {
     p->capslots = p->capslots ? p->capslots * 2 : 4096;
     p->gen = realloc(p->gen, p->capslots * sizeof *p->gen);
@@ -266,7 +306,21 @@ static uint32_t slot_new(prep_t *p, uint64_t t) {
   return (uint32_t)p->nslots++;
 }
 
-static void slot_free(prep_t *p, uint64_t t, uint32_t s) {
+static void slot_free(prep_t *p, uint64_t t, uint32_t s, uint64_t at) {
+  if (p->cross) {
+    if (p->fifo_n == p->fifo_cap) {
+      size_t cap = p->fifo_cap ? p->fifo_cap * 2 : 4096;
+      freed_t *q = malloc(cap * sizeof *q);
+      if (!q) oom();
+      for (size_t i = 0; i < p->fifo_n; i++) q[i] = p->fifo[(p->fifo_head + i) % p->fifo_cap];
+      free(p->fifo);
+      p->fifo = q;
+      p->fifo_cap = cap;
+      p->fifo_head = 0;
+    }
+    p->fifo[(p->fifo_head + p->fifo_n++) % p->fifo_cap] = (freed_t){s, at};
+    return;
+  }
   pthread_prog_t *th = &p->th[t];
   if (th->nfree == th->capfree) {
     th->capfree = th->capfree ? th->capfree * 2 : 64;
@@ -288,7 +342,7 @@ static bool release_slot(prep_t *p, uint64_t f, uint64_t o, uint64_t n, rop_t *o
     op->slot = (uint32_t)s;
     op->gen = p->gen[s]++;
     if (op->at_ns < alloc_at) p->skewed++;
-    slot_free(p, f, (uint32_t)s);
+    slot_free(p, f, (uint32_t)s, op->at_ns);
     return true;
   }
   *pending = true;
@@ -297,27 +351,28 @@ static bool release_slot(prep_t *p, uint64_t f, uint64_t o, uint64_t n, rop_t *o
 }
 
 static void new_block(prep_t *p, uint64_t t, uint64_t n, rop_t *op) {
-  uint32_t s = slot_new(p, t);
+  uint32_t s = slot_new(p, t, op->at_ns);
   op->slot2 = s;
   op->gen2 = p->gen[s]++;
   uint64_t f, off, free_at;
   if (ptake(&p->pending, bkey(t, n), &f, &off, &free_at)) {   /* its release was read first */
     if (free_at < op->at_ns) p->skewed++;
     prog_patch(p, f, off, s, p->gen[s]++);
-    slot_free(p, f, s);
+    slot_free(p, f, s, free_at);
   } else {
     pput(&p->live, bkey(t, n), s, op->at_ns, 0);
   }
 }
 
 /* Reads the whole trace; writes DIR/thread-*.ops and DIR/threads. */
-static int prepare(const char *trace, const char *dir, bool partial, prep_t *p) {
+static int prepare(const char *trace, const char *dir, bool partial, bool cross, prep_t *p) {
   char err[600];
   mmt_reader_t *r = mmt_reader_open(trace, err, sizeof err);
   if (!r) { fprintf(stderr, "%s\n", err); return 2; }
   mmt_reader_allow_partial(r, partial);
   memset(p, 0, sizeof *p);
   p->dir = dir;
+  p->cross = cross;
   mmt_event_t e;
   int k;
   while ((k = mmt_reader_next(r, &e)) > 0) {
@@ -384,17 +439,18 @@ static int prepare(const char *trace, const char *dir, bool partial, prep_t *p) 
     free(th->free_slots);
   }
   fclose(f);
-  free(p->th); free(p->gen); free(p->live.s); free(p->pending.s);
+  free(p->th); free(p->gen); free(p->live.s); free(p->pending.s); free(p->fifo);
   return 0;
 }
 
 /* ---- run (in the child, on the allocator under test) ----------------------- */
 
-typedef struct {
-  _Atomic uint32_t gen;
-  uint32_t unused;
-  void *ptr;
-} rslot_t;
+/* A slot: the generation of the next op on it, and its block's address,
+ * in two arrays (12 bytes per live block).  The generation is written
+ * (release) after the address, and read (acquire) before it. */
+typedef uint32_t rslot_t;          /* an index into slot_gen[] and slot_ptr[] */
+static _Atomic uint32_t *slot_gen;
+static void **slot_ptr;
 
 typedef struct {
   uint64_t thread, begin_ns, end_ns, ops;
@@ -414,7 +470,6 @@ static void backoff(backoff_t *b) {
   nanosleep(&ts, NULL);
 }
 
-static rslot_t *slots;
 
 /* Where each replay thread is, in the trace's time: the time of the call
  * it is about to make (its begin before it starts, UINT64_MAX once done).
@@ -466,14 +521,20 @@ static uint64_t mono(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void wait_gen(rslot_t *s, uint32_t gen) {
+/* Waits until slot s has generation gen; its block's address. */
+static void *wait_gen(rslot_t s, uint32_t gen) {
   backoff_t b = {0, 0};
-  while (atomic_load_explicit(&s->gen, memory_order_acquire) != gen) {
+  while (atomic_load_explicit(&slot_gen[s], memory_order_acquire) != gen) {
     if (b.n == 63) atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
     backoff(&b);
   }
+  return slot_ptr[s];
 }
-static void done_gen(rslot_t *s, uint32_t gen) { atomic_store_explicit(&s->gen, gen + 1, memory_order_release); }
+/* The op of generation gen on slot s is done; the slot holds p. */
+static void done_gen(rslot_t s, uint32_t gen, void *p) {
+  slot_ptr[s] = p;
+  atomic_store_explicit(&slot_gen[s], gen + 1, memory_order_release);
+}
 
 static void touch(void *p, size_t n) {
   if (!p || !n) return;
@@ -553,10 +614,9 @@ static void do_release(const rop_t *o, void *p) {
 /* A block the op releases; NULL if none (or the allocator refused it). */
 static void *take_ptr(const rop_t *o) {
   if (o->slot == NO_SLOT) return NULL;
-  rslot_t *s = &slots[o->slot];
-  wait_gen(s, o->gen);
-  if (!s->ptr) atomic_fetch_add_explicit(&null_releases, 1, memory_order_relaxed);   /* only after a refusal */
-  return s->ptr;
+  void *p = wait_gen(o->slot, o->gen);
+  if (!p) atomic_fetch_add_explicit(&null_releases, 1, memory_order_relaxed);   /* only after a refusal */
+  return p;
 }
 
 static void exec_op(const rop_t *o) {
@@ -572,7 +632,7 @@ static void exec_op(const rop_t *o) {
         if (bytes) atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
         free(q);
       }
-      if (o->slot != NO_SLOT) { slots[o->slot].ptr = NULL; done_gen(&slots[o->slot], o->gen); }
+      if (o->slot != NO_SLOT) done_gen(o->slot, o->gen, NULL);
       return;
     }
     if (!q) {                                  /* refused here: p lives on (a size of 0 freed it) */
@@ -583,20 +643,17 @@ static void exec_op(const rop_t *o) {
     }
     /* the old slot is let go, then the new one taken (they may be the same
      * slot: its two generations follow each other) */
-    if (o->slot != NO_SLOT) { slots[o->slot].ptr = NULL; done_gen(&slots[o->slot], o->gen); }
-    rslot_t *s2 = &slots[o->slot2];
-    wait_gen(s2, o->gen2);
+    if (o->slot != NO_SLOT) done_gen(o->slot, o->gen, NULL);
+    wait_gen(o->slot2, o->gen2);
     if (q && q != p) touch(q, bytes);
-    s2->ptr = q;
-    done_gen(s2, o->gen2);
+    done_gen(o->slot2, o->gen2, q);
     return;
   }
   if (shape & MMT_RELEASES) {
     if (o->slot == NO_SLOT) { do_release(o, NULL); return; }
     void *p = take_ptr(o);
     do_release(o, p);
-    slots[o->slot].ptr = NULL;
-    done_gen(&slots[o->slot], o->gen);
+    done_gen(o->slot, o->gen, NULL);
     return;
   }
   if (shape & MMT_ALLOCATES) {
@@ -608,10 +665,8 @@ static void exec_op(const rop_t *o) {
     }
     if (!p) atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
     touch(p, bytes);
-    rslot_t *s = &slots[o->slot2];
-    wait_gen(s, o->gen2);
-    s->ptr = p;
-    done_gen(s, o->gen2);
+    wait_gen(o->slot2, o->gen2);
+    done_gen(o->slot2, o->gen2, p);
   }
 }
 
@@ -620,6 +675,10 @@ static void exec_op(const rop_t *o) {
  * two calls was most likely blocked (a join, a lock, I/O), and spinning
  * for it would take a CPU from the threads that were working. */
 #define SLEEP_NS 200000.0
+
+/* How far, in the trace's time, a replay thread may run ahead of the
+ * slowest other thread (checked every 64 calls). */
+#define LAG_NS 500000u
 
 /* CPU work of a given length, against the clock (a loop calibrated once
  * runs at half speed when the other hardware thread of the core is busy). */
@@ -633,10 +692,9 @@ static void spin_ns(double ns) {
  * the recorded gap holds too, so it comes off the gap. */
 static uint64_t wait_ready(const rop_t *o) {
   if (o->slot == NO_SLOT) return 0;
-  rslot_t *s = &slots[o->slot];
-  if (atomic_load_explicit(&s->gen, memory_order_acquire) == o->gen) return 0;
+  if (atomic_load_explicit(&slot_gen[o->slot], memory_order_acquire) == o->gen) return 0;
   uint64_t t0 = mono();
-  wait_gen(s, o->gen);
+  wait_gen(o->slot, o->gen);
   return mono() - t0;
 }
 
@@ -652,6 +710,7 @@ static void *replay_thread(void *arg) {
   }
   rop_t buf[512];
   double owed = 0;
+  unsigned since_sync = 0;
   for (;;) {
     ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -664,12 +723,20 @@ static void *replay_thread(void *arg) {
       n += m;
     }
     for (size_t i = 0; i < (size_t)n / sizeof(rop_t); i++) {
+      atomic_store_explicit(&progress[ti->thread].at, buf[i].at_ns, memory_order_release);
+      /* no thread runs more than LAG_NS of the trace's time ahead of
+       * another: the program's own hand-offs (a queue, a lock) kept its
+       * threads that close, and a replay without them would let a
+       * producer run ahead and hold memory the program never held */
+      if (++since_sync == 64) {
+        since_sync = 0;
+        if (buf[i].at_ns > LAG_NS) wait_others(ti->thread, buf[i].at_ns - LAG_NS);
+      }
       if (speed > 0) {
         /* the program's own work before this call (the recorded gap),
          * scaled, less what the call's block kept the thread waiting;
          * CPU work in pieces of at least 1 us (so that reading a clock
          * does not become the work), sleep from SLEEP_NS up */
-        atomic_store_explicit(&progress[ti->thread].at, buf[i].at_ns, memory_order_release);
         double think = (double)buf[i].dt_ns * speed;
         if (think >= SLEEP_NS) {
           /* blocked in the trace: for the other threads, if they were what
@@ -730,8 +797,9 @@ int mmt_cmd_replay_run(int argc, char **argv) {
   }
   fclose(f);
   /* the slot table: calloc'd, so untouched slots cost no memory */
-  slots = calloc(nslots ? nslots : 1, sizeof *slots);
-  if (!slots) { fprintf(stderr, "mmtrace replay-run: no memory for %" PRIu64 " slots\n", nslots); return 3; }
+  slot_gen = calloc(nslots ? nslots : 1, sizeof *slot_gen);
+  slot_ptr = calloc(nslots ? nslots : 1, sizeof *slot_ptr);
+  if (!slot_gen || !slot_ptr) { fprintf(stderr, "mmtrace replay-run: no memory for %" PRIu64 " slots\n", nslots); return 3; }
   uint64_t maxid = 0;
   for (uint64_t i = 0; i < n; i++) if (th[i].thread >= maxid) maxid = th[i].thread + 1;
   progress = aligned_alloc(64, (maxid ? maxid : 1) * sizeof *progress);
@@ -874,7 +942,12 @@ int mmt_cmd_replay(int argc, char **argv) {
   if (prep_pid < 0) { perror("mmtrace replay: fork"); return 2; }
   if (prep_pid == 0) {
     prep_t prep;
-    int prc = prepare(trace, dir, partial, &prep);
+    int prc = prepare(trace, dir, partial, true, &prep);
+    if (!prc && prep.skewed) {                 /* the clock cannot order threads: slots stay per thread */
+      uint64_t skewed = prep.skewed;
+      prc = prepare(trace, dir, partial, false, &prep);
+      prep.skewed = skewed;
+    }
     if (!prc) {
       char path[PATH_MAX + 16];
       snprintf(path, sizeof path, "%s/summary", dir);
