@@ -48,6 +48,67 @@ def kendall_tau(a, b):
     return (conc - disc) / pairs if pairs else 0.0
 
 
+def clear_pairs(a, b, margin=1.10):
+    """(pairs whose real times differ by more than margin, of them ordered
+    alike by the replay): near-ties in the real runs are noise on a small
+    machine, and no replay can be asked to order them."""
+    n = same = 0
+    for x, y in itertools.combinations(sorted(set(a) & set(b)), 2):
+        if max(a[x], a[y]) < margin * min(a[x], a[y]):
+            continue
+        n += 1
+        same += (a[x] - a[y]) * (b[x] - b[y]) > 0
+    return n, same
+
+
+def write_report(out, rows, alloc_names, reps, size, host, day):
+    lines = ["# Replay fidelity", "",
+             f"`python3 trace/fidelity.py --reps {reps} --size {size}` on {host}, {day}: each program recorded "
+             f"once on glibc, then run for real and replayed (default speed: the recorded work between calls "
+             f"kept) on {len(alloc_names)} allocators ({', '.join(alloc_names)}), {reps} repetitions each, "
+             "allocators alternating; medians.", "",
+             "tau: Kendall's tau between the allocators' order by real time and by replayed time (1: the same "
+             "order). Clear pairs: pairs of allocators whose real times differ by more than 10%, and how many "
+             "of them the replay orders alike. RSS: replayed peak RSS / real peak RSS, per allocator (min-max), "
+             "and how many allocators are within 15%.", "",
+             "| program | tau | clear pairs ordered alike | RSS replay/real | within 15% | fastest real | "
+             "fastest replayed |", "|---|---|---|---|---|---|---|"]
+    taus, n_all, same_all, within_all, rss_all = [], 0, 0, 0, 0
+    for c, tau, rt, pt, rr, pr in rows:
+        ratios = [pr[n] / rr[n] for n in alloc_names if n in pr and rr[n]]
+        within = sum(1 for x in ratios if abs(x - 1) <= 0.15)
+        n, same = clear_pairs(rt, pt)
+        taus.append(tau)
+        n_all, same_all, within_all, rss_all = n_all + n, same_all + same, within_all + within, rss_all + len(ratios)
+        lines.append(f"| {c} | {tau:+.2f} | {same}/{n} | {min(ratios):.2f}-{max(ratios):.2f} | {within}/{len(ratios)} | "
+                     f"{min(rt, key=rt.get)} | {min(pt, key=pt.get)} |")
+    if taus:
+        lines += ["", f"Mean tau {statistics.mean(taus):+.2f} over {len(taus)} programs; clear pairs ordered alike "
+                  f"{same_all}/{n_all}; replayed peak RSS within 15% of the real one for {within_all}/{rss_all} "
+                  "program-allocator pairs."]
+    open(os.path.join(out, "report.md"), "w").write("\n".join(lines) + "\n")
+    return lines
+
+
+def from_csv(out):
+    """Re-renders report.md from a committed results.csv (and its header line)."""
+    import csv
+    rows_by = {}
+    names = []
+    for r in csv.DictReader(open(os.path.join(out, "results.csv"))):
+        d = rows_by.setdefault(r["program"], ({}, {}, {}, {}))
+        d[0][r["allocator"]] = float(r["real_s"])
+        d[1][r["allocator"]] = float(r["replay_s"])
+        d[2][r["allocator"]] = float(r["real_rss_mib"])
+        d[3][r["allocator"]] = float(r["replay_rss_mib"])
+        if r["allocator"] not in names:
+            names.append(r["allocator"])
+    rows = [(c, kendall_tau(d[0], d[1]), d[0], d[1], d[2], d[3]) for c, d in rows_by.items()]
+    old = open(os.path.join(out, "report.md")).read()
+    m = re.search(r"--reps (\d+) --size (\w+)` on (.+?), (\d{4}-\d\d-\d\d)", old)
+    return write_report(out, rows, names, m.group(1), m.group(2), m.group(3), m.group(4))
+
+
 def programs(build, tmp, size):
     out = {}
     for w in ("larson", "recycle", "xfree", "handoff", "consume", "threadtest", "knary", "barnes", "mesh",
@@ -107,7 +168,11 @@ def main():
     ap.add_argument("--cases", default="")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default="")
+    ap.add_argument("--from-csv", default="", help="only re-render DIR/report.md from DIR/results.csv")
     a = ap.parse_args()
+    if a.from_csv:
+        print("\n".join(from_csv(a.from_csv)))
+        return
     build = os.path.abspath(a.build_dir)
     mmtrace = os.path.join(build, "mmtrace")
     allocs, missing, _ = allocators.discover(build, install=False, log=lambda m: None)
@@ -149,25 +214,8 @@ def main():
         for c, tau, rt, pt, rr, pr in rows:
             for n in alloc_names:
                 f.write(f"{c},{n},{rt[n]:.4f},{pt.get(n, 0):.4f},{rr[n]:.1f},{pr.get(n, 0):.1f}\n")
-    lines = ["# Replay fidelity", "",
-             f"`python3 trace/fidelity.py --reps {a.reps} --size {a.size}` on {host} ({os.cpu_count()} CPUs), "
-             f"{datetime.date.today().isoformat()}: each program recorded once on glibc, then run for real and "
-             f"replayed (default speed: the recorded work between calls kept) on {len(alloc_names)} allocators "
-             f"({', '.join(alloc_names)}), {a.reps} repetitions each, allocators alternating; medians.", "",
-             "tau: Kendall's tau between the allocators' order by real time and by replayed time (1: the same "
-             "order). RSS: replayed peak RSS / real peak RSS, per allocator (min-max), and how many allocators "
-             "are within 15%.", "",
-             "| program | tau | RSS replay/real | within 15% | fastest real | fastest replayed |",
-             "|---|---|---|---|---|---|"]
-    taus = []
-    for c, tau, rt, pt, rr, pr in rows:
-        ratios = [pr[n] / rr[n] for n in alloc_names if n in pr and rr[n]]
-        within = sum(1 for x in ratios if abs(x - 1) <= 0.15)
-        taus.append(tau)
-        lines.append(f"| {c} | {tau:+.2f} | {min(ratios):.2f}-{max(ratios):.2f} | {within}/{len(ratios)} | "
-                     f"{min(rt, key=rt.get)} | {min(pt, key=pt.get)} |")
-    lines += ["", f"Mean tau: {statistics.mean(taus):+.2f} over {len(taus)} programs." if taus else ""]
-    open(os.path.join(out, "report.md"), "w").write("\n".join(lines) + "\n")
+    lines = write_report(out, rows, alloc_names, a.reps, a.size, f"{host} ({os.cpu_count()} CPUs)",
+                         datetime.date.today().isoformat())
     print("\n".join(lines))
     shutil.rmtree(tmp, ignore_errors=True)
 
