@@ -356,11 +356,13 @@ static inline tstate_t *enter(void) {
 static inline void leave(void) { tls_depth = 0; }
 
 /* Thread exit: pthread runs key destructors in up to 4 rounds while values
- * are set; staying set through the first three keeps the frees of other
- * libraries' destructors in the trace. */
+ * are set; staying set through the first two keeps the frees of other
+ * libraries' destructors in the trace, and ending in the third leaves the
+ * last round to those that must come last (ThreadSanitizer's ends its
+ * thread there, after which a lock taken here would crash it). */
 static void thread_exit(void *arg) {
   tstate_t *t = arg;
-  if (++t->rounds < PTHREAD_DESTRUCTOR_ITERATIONS) {
+  if (++t->rounds < PTHREAD_DESTRUCTOR_ITERATIONS - 1) {
     pthread_setspecific(exit_key, t);
     return;
   }
@@ -388,14 +390,19 @@ static void thread_exit(void *arg) {
 #define SH_SEQ_SHIFT 26
 #define SH_TIDX_BITS 22
 
-static _Atomic(uint64_t *) *shadow_top;
+/* A shadow entry is written by the thread that got the block and read by
+ * the one that frees it; the allocator orders the two (the block went from
+ * one to the other through it, or through the program).  Relaxed atomics:
+ * plain moves, and no claim that this file orders anything itself. */
+typedef _Atomic uint64_t shadow_t;
+static _Atomic(shadow_t *) *shadow_top;
 static pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t *shadow_slot(const void *p, bool create) {
+static shadow_t *shadow_slot(const void *p, bool create) {
   uintptr_t a = (uintptr_t)p;
   if (UNLIKELY(a >> SH_ADDR_BITS) || UNLIKELY(!shadow_top)) return NULL;
-  _Atomic(uint64_t *) *top = &shadow_top[a >> SH_LEAF_SHIFT];
-  uint64_t *leaf = atomic_load_explicit(top, memory_order_acquire);
+  _Atomic(shadow_t *) *top = &shadow_top[a >> SH_LEAF_SHIFT];
+  shadow_t *leaf = atomic_load_explicit(top, memory_order_acquire);
   if (UNLIKELY(!leaf)) {
     if (!create) return NULL;
     pthread_mutex_lock(&shadow_lock);
@@ -416,21 +423,21 @@ static uint64_t *shadow_slot(const void *p, bool create) {
 
 /* p is a new block of t's: its id is (t, t->nblocks). */
 static inline void note_block(tstate_t *t, const void *p) {
-  uint64_t *e = shadow_slot(p, true);
+  shadow_t *e = shadow_slot(p, true);
   if (LIKELY(e) && LIKELY(t->tidx + 1 < (1ull << SH_TIDX_BITS)))
-    *e = t->nblocks << SH_SEQ_SHIFT | (t->tidx + 1) << 4 | epoch;
+    atomic_store_explicit(e, t->nblocks << SH_SEQ_SHIFT | (t->tidx + 1) << 4 | epoch, memory_order_relaxed);
   t->nblocks++;
 }
 
 /* The shadow entry of a block about to be released (0: unknown), cleared. */
-static inline uint64_t take_block(const void *p, uint64_t **slot) {
+static inline uint64_t take_block(const void *p, shadow_t **slot) {
   if (!p) { *slot = NULL; return 0; }
-  uint64_t *e = shadow_slot(p, false);
+  shadow_t *e = shadow_slot(p, false);
   *slot = e;
   if (!e) return 0;
-  uint64_t v = *e;
+  uint64_t v = atomic_load_explicit(e, memory_order_relaxed);
   if ((v & 15) != epoch) return 0;
-  *e = 0;
+  atomic_store_explicit(e, 0, memory_order_relaxed);
   return v;
 }
 
@@ -720,7 +727,8 @@ static inline void release(unsigned op, void *p, size_t size, size_t align, void
   if (UNLIKELY(is_boot(p))) return;
   tstate_t *t = enter();
   if (!t) { fn(p, size, align); return; }
-  uint64_t *slot, v = take_block(p, &slot);
+  shadow_t *slot;
+  uint64_t v = take_block(p, &slot);
   fn(p, size, align);
   rec_release(t, op, now_ticks(), p, v, size, align);
 }
@@ -748,11 +756,12 @@ static void *do_realloc(unsigned op, void *p, size_t k, size_t n) {
   }
   tstate_t *t = enter();
   if (!t) return op == MMT_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
-  uint64_t *slot, v = take_block(p, &slot);
+  shadow_t *slot;
+  uint64_t v = take_block(p, &slot);
   void *r = op == MMT_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
   uint64_t now = now_ticks();
   bool keeps = !r && p && (op == MMT_REALLOC ? n : k * n) != 0;   /* failed: p still live */
-  if (keeps && slot) *slot = v;
+  if (keeps && slot) atomic_store_explicit(slot, v, memory_order_relaxed);
   unsigned flags = (r ? 0 : MMT_FAILED) | (r && r == p ? MMT_INPLACE : 0);
   unsigned char *q = ev_begin(t, op | flags, now);
   q = put_ref(t, q, p, v);
