@@ -5,18 +5,22 @@
  * the allocator it normally uses.  The file format is trace_format.h.
  *
  * The recording path (one call of the program):
- *   1. thread state from TLS (registered on the thread's first call);
+ *   1. thread state from TLS (registered on the thread's first call), and
+ *      the time-stamp counter: the call's entry;
  *   2. for a release, the block's id from the shadow map, read and cleared
  *      BEFORE the real call (after it the address may already belong to a
  *      block another thread got);
- *   3. the real call, then the clock (vDSO clock_gettime);
- *   4. the event appended to the thread's 32 KiB buffer, the id of a new
- *      block written into the shadow map;
+ *   3. the real call, then the counter again: the call's exit;
+ *   4. the event appended to the thread's 32 KiB buffer (the gap since the
+ *      previous exit, the duration, the arguments), the id of a new block
+ *      written into the shadow map; one call in 16 also times this step
+ *      (post_cost, which each chunk carries for the replay);
  *   5. a full buffer is written as one chunk with one write(2).
  * No lock and no atomic read-modify-write on it: the buffer belongs to the
  * thread, and a shadow entry is written by the thread that got the block
  * and read by the one that frees it, which the program itself ordered
- * after the allocation (it had to hand the pointer over).  The exceptions
+ * after the allocation (it had to hand the pointer over); the allocator
+ * orders a free before the next allocation of the same address.  The exceptions
  * are rare and off the per-call path: a thread's registration (a counter,
  * a lock on the state pool), the first block in each 16 MiB of address
  * space (a lock to create the shadow leaf), and a flush (one exchange on
