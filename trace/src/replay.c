@@ -2,7 +2,11 @@
  * threads, on any allocator, and measure time, peak RSS and page faults.
  *
  *   mmtrace replay TRACE [--alloc NAME|PATH.so[VAR=VALUE,...]]... [--reps N]
- *                  [--speed S] [--touch page|all] [--partial] [--keep DIR]
+ *                  [--speed S] [--touch page|all] [--copies N] [--partial] [--keep DIR]
+ *
+ * --copies N runs N copies of the traced threads side by side, each copy
+ * with its own blocks and its own time waits (a trace taken on a small
+ * machine, replayed at N times its threads on a larger one).
  *
  * Three parts:
  *
@@ -451,9 +455,13 @@ static int prepare(const char *trace, const char *dir, bool partial, bool cross,
 typedef uint32_t rslot_t;          /* an index into slot_gen[] and slot_ptr[] */
 static _Atomic uint32_t *slot_gen;
 static void **slot_ptr;
+/* --copies N: copy c of the traced threads uses slots c*nslots.. and
+ * progress entries c*ntraced..; a replay thread's own bases. */
+static __thread uint64_t slot_base, progress_base;
 
 typedef struct {
   uint64_t thread, begin_ns, end_ns, ops;
+  uint64_t copy;                    /* which copy of the trace (--copies) */
   bool ended;
   pthread_t handle;
   bool started, joined;
@@ -487,7 +495,7 @@ static bool ordered = true;       /* the trace's times agree with its blocks' or
 static bool wait_others(uint64_t me, uint64_t at_ns) {
   bool waited = false;
   if (!ordered) return false;
-  for (uint64_t j = 0; j < nprogress; j++) {
+  for (uint64_t j = progress_base; j < progress_base + nprogress; j++) {
     if (j == me) continue;
     backoff_t b = {0, 0};
     while (atomic_load_explicit(&progress[j].at, memory_order_acquire) < at_ns) {
@@ -524,6 +532,7 @@ static uint64_t mono(void) {
 /* Waits until slot s has generation gen; its block's address. */
 static void *wait_gen(rslot_t s, uint32_t gen) {
   backoff_t b = {0, 0};
+  s += slot_base;
   while (atomic_load_explicit(&slot_gen[s], memory_order_acquire) != gen) {
     if (b.n == 63) atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
     backoff(&b);
@@ -532,6 +541,7 @@ static void *wait_gen(rslot_t s, uint32_t gen) {
 }
 /* The op of generation gen on slot s is done; the slot holds p. */
 static void done_gen(rslot_t s, uint32_t gen, void *p) {
+  s += slot_base;
   slot_ptr[s] = p;
   atomic_store_explicit(&slot_gen[s], gen + 1, memory_order_release);
 }
@@ -692,20 +702,24 @@ static void spin_ns(double ns) {
  * the recorded gap holds too, so it comes off the gap. */
 static uint64_t wait_ready(const rop_t *o) {
   if (o->slot == NO_SLOT) return 0;
-  if (atomic_load_explicit(&slot_gen[o->slot], memory_order_acquire) == o->gen) return 0;
+  if (atomic_load_explicit(&slot_gen[o->slot + slot_base], memory_order_acquire) == o->gen) return 0;
   uint64_t t0 = mono();
   wait_gen(o->slot, o->gen);
   return mono() - t0;
 }
 
+static uint64_t run_nslots;
+
 static void *replay_thread(void *arg) {
   rthread_info_t *ti = arg;
+  slot_base = ti->copy * run_nslots;
+  progress_base = ti->copy * nprogress;
   char path[PROG_PATH_MAX];
   snprintf(path, sizeof path, "%s/thread-%" PRIu64 ".ops", run_dir, ti->thread);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (ti->ops) { fprintf(stderr, "mmtrace replay-run: %s: %s\n", path, strerror(errno)); exit(3); }
-    atomic_store_explicit(&progress[ti->thread].at, UINT64_MAX, memory_order_release);
+    atomic_store_explicit(&progress[progress_base + ti->thread].at, UINT64_MAX, memory_order_release);
     return NULL;
   }
   rop_t buf[512];
@@ -723,14 +737,14 @@ static void *replay_thread(void *arg) {
       n += m;
     }
     for (size_t i = 0; i < (size_t)n / sizeof(rop_t); i++) {
-      atomic_store_explicit(&progress[ti->thread].at, buf[i].at_ns, memory_order_release);
+      atomic_store_explicit(&progress[progress_base + ti->thread].at, buf[i].at_ns, memory_order_release);
       /* no thread runs more than LAG_NS of the trace's time ahead of
        * another: the program's own hand-offs (a queue, a lock) kept its
        * threads that close, and a replay without them would let a
        * producer run ahead and hold memory the program never held */
       if (++since_sync == 64) {
         since_sync = 0;
-        if (buf[i].at_ns > LAG_NS) wait_others(ti->thread, buf[i].at_ns - LAG_NS);
+        if (buf[i].at_ns > LAG_NS) wait_others(progress_base + ti->thread, buf[i].at_ns - LAG_NS);
       }
       if (speed > 0) {
         /* the program's own work before this call (the recorded gap),
@@ -741,7 +755,7 @@ static void *replay_thread(void *arg) {
         if (think >= SLEEP_NS) {
           /* blocked in the trace: for the other threads, if they were what
            * it waited for; else (I/O, a timer) for the time it took */
-          if (!wait_others(ti->thread, buf[i].at_ns)) {
+          if (!wait_others(progress_base + ti->thread, buf[i].at_ns)) {
             struct timespec ts = {(time_t)(think / 1e9), (long)fmod(think, 1e9)};
             nanosleep(&ts, NULL);
           }
@@ -758,23 +772,27 @@ static void *replay_thread(void *arg) {
     }
   }
   close(fd);
-  atomic_store_explicit(&progress[ti->thread].at, UINT64_MAX, memory_order_release);
+  atomic_store_explicit(&progress[progress_base + ti->thread].at, UINT64_MAX, memory_order_release);
   return NULL;
 }
 
 static int cmp_begin(const void *a, const void *b) {
   const rthread_info_t *x = a, *y = b;
-  return x->begin_ns < y->begin_ns ? -1 : x->begin_ns > y->begin_ns ? 1 : (x->thread > y->thread) - (x->thread < y->thread);
+  if (x->begin_ns != y->begin_ns) return x->begin_ns < y->begin_ns ? -1 : 1;
+  if (x->copy != y->copy) return x->copy < y->copy ? -1 : 1;
+  return (x->thread > y->thread) - (x->thread < y->thread);
 }
 
 int mmt_cmd_replay_run(int argc, char **argv) {
-  if (argc < 2) { fprintf(stderr, "usage: mmtrace replay-run DIR [speed] [page|all]\n"); return 2; }
+  if (argc < 2) { fprintf(stderr, "usage: mmtrace replay-run DIR [speed] [page|all] [copies]\n"); return 2; }
   run_dir = argv[1];
   own_pvalloc = beside_malloc("pvalloc");
   own_valloc = beside_malloc("valloc");
   own_reallocarray = beside_malloc("reallocarray");
   speed = argc > 2 ? atof(argv[2]) : 1;
   touch_all = argc > 3 && strcmp(argv[3], "all") == 0;
+  uint64_t copies = argc > 4 ? strtoull(argv[4], NULL, 10) : 1;
+  if (copies < 1) copies = 1;
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s/threads", run_dir);
   FILE *f = fopen(path, "r");
@@ -796,17 +814,26 @@ int mmt_cmd_replay_run(int argc, char **argv) {
     th[n++] = t;
   }
   fclose(f);
+  uint64_t traced = n;
+  for (uint64_t c = 1; c < copies; c++) {
+    for (uint64_t i = 0; i < traced; i++) {
+      if (n == cap) { cap = cap ? 2 * cap : 64; th = realloc(th, cap * sizeof *th); if (!th) return 3; }
+      th[n] = th[i];
+      th[n++].copy = c;
+    }
+  }
+  run_nslots = nslots;
   /* the slot table: calloc'd, so untouched slots cost no memory */
-  slot_gen = calloc(nslots ? nslots : 1, sizeof *slot_gen);
-  slot_ptr = calloc(nslots ? nslots : 1, sizeof *slot_ptr);
+  slot_gen = calloc(nslots * copies + 1, sizeof *slot_gen);
+  slot_ptr = calloc(nslots * copies + 1, sizeof *slot_ptr);
   if (!slot_gen || !slot_ptr) { fprintf(stderr, "mmtrace replay-run: no memory for %" PRIu64 " slots\n", nslots); return 3; }
   uint64_t maxid = 0;
   for (uint64_t i = 0; i < n; i++) if (th[i].thread >= maxid) maxid = th[i].thread + 1;
-  progress = aligned_alloc(64, (maxid ? maxid : 1) * sizeof *progress);
+  progress = aligned_alloc(64, (maxid * copies + 1) * sizeof *progress);
   if (!progress) return 3;
   nprogress = maxid;
-  for (uint64_t i = 0; i < maxid; i++) atomic_init(&progress[i].at, UINT64_MAX);
-  for (uint64_t i = 0; i < n; i++) atomic_store(&progress[th[i].thread].at, th[i].begin_ns);
+  for (uint64_t i = 0; i < maxid * copies; i++) atomic_init(&progress[i].at, UINT64_MAX);
+  for (uint64_t i = 0; i < n; i++) atomic_store(&progress[th[i].copy * maxid + th[i].thread].at, th[i].begin_ns);
   qsort(th, n, sizeof *th, cmp_begin);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -900,7 +927,7 @@ static void rm_dir(const char *dir) {
 int mmt_cmd_replay(int argc, char **argv) {
   const char *trace = NULL, *keep = NULL, *touch_mode = "page";
   double spd = 1;
-  int reps = 3;
+  int reps = 3, copies = 1;
   bool partial = false;
   alloc_t allocs[16];
   int na = 0;
@@ -913,13 +940,15 @@ int mmt_cmd_replay(int argc, char **argv) {
     else if (strcmp(argv[i], "--speed") == 0 && i + 1 < argc) spd = atof(argv[++i]);
     else if (strcmp(argv[i], "--touch") == 0 && i + 1 < argc) touch_mode = argv[++i];
     else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc) keep = argv[++i];
+    else if (strcmp(argv[i], "--copies") == 0 && i + 1 < argc) copies = atoi(argv[++i]);
     else if (strcmp(argv[i], "--partial") == 0) partial = true;
     else if (argv[i][0] == '-') { fprintf(stderr, "mmtrace replay: unknown option %s\n", argv[i]); return 2; }
     else trace = argv[i];
   }
-  if (!trace || reps < 1 || spd < 0 || (strcmp(touch_mode, "page") && strcmp(touch_mode, "all"))) {
+  if (!trace || reps < 1 || spd < 0 || copies < 1 || copies > 1024 ||
+      (strcmp(touch_mode, "page") && strcmp(touch_mode, "all"))) {
     fprintf(stderr, "usage: mmtrace replay TRACE [--alloc NAME|PATH.so[VAR=VALUE,...]]... [--reps N] [--speed S] "
-            "[--touch page|all] [--partial] [--keep DIR]\n");
+            "[--touch page|all] [--copies N] [--partial] [--keep DIR]\n");
     return 2;
   }
   if (!na && parse_alloc("glibc", &allocs[na++]) != 0) return 2;
@@ -988,8 +1017,9 @@ int mmt_cmd_replay(int argc, char **argv) {
     allocs[a].rss_kb = calloc((size_t)reps, sizeof(long));
     allocs[a].faults = calloc((size_t)reps, sizeof(long));
   }
-  char speed_s[32];
+  char speed_s[32], copies_s[16];
   snprintf(speed_s, sizeof speed_s, "%g", spd);
+  snprintf(copies_s, sizeof copies_s, "%d", copies);
   for (int r = 0; r < reps; r++) {
     for (int k = 0; k < na; k++) {
       alloc_t *al = &allocs[r % 2 ? na - 1 - k : k];
@@ -1007,7 +1037,7 @@ int mmt_cmd_replay(int argc, char **argv) {
           *eq = 0;
           setenv(al->env[v], eq + 1, 1);
         }
-        execl(self, self, "replay-run", dir, speed_s, touch_mode, (char *)NULL);
+        execl(self, self, "replay-run", dir, speed_s, touch_mode, copies_s, (char *)NULL);
         _exit(127);
       }
       close(pipefd[1]);
@@ -1049,8 +1079,9 @@ int mmt_cmd_replay(int argc, char **argv) {
   for (int a = 0; a < na; a++)
     printf("| %s | %.3f | %.2f | %.1f | %ld |\n", allocs[a].name, allocs[a].secs[reps / 2],
            allocs[a].secs[reps / 2] / best, (double)allocs[a].rss_kb[reps / 2] / 1024, allocs[a].faults[reps / 2]);
-  printf("\nmedians of %d runs, allocators alternating; %" PRIu64 " calls in %" PRIu64 " threads; speed %g; touch %s\n",
-         reps, prep.ops, prep.nth, spd, touch_mode);
+  printf("\nmedians of %d runs, allocators alternating; %" PRIu64 " calls in %" PRIu64 " threads; speed %g; "
+         "touch %s\n", reps, prep.ops, prep.nth, spd, touch_mode);
+  if (copies > 1) printf("(%d copies of the traced threads side by side, each with its own blocks)\n", copies);
   for (int a = 0; a < na; a++) { free(allocs[a].secs); free(allocs[a].rss_kb); free(allocs[a].faults); }
   if (!keep) rm_dir(dir);
   return 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """check_replay.py — `mmtrace replay` on two recorded patterns, on glibc and
 on mmalloc (whose free reports any pointer it did not hand out, and in the
-MM_DEBUG=3 tree checks every structure): every replay must finish, every
+MM_DEBUG=3 tree checks every structure), also as three copies side by
+side (--copies): every replay must finish, every
 release must find its block (no release of NULL where the trace had a
 block), and every call must have the outcome it had in the trace; with
 --speed 1 a replay must take at least the recorded time of its busiest
@@ -53,6 +54,8 @@ def main():
         replay(mmtrace, trace, lib)
         print(f"ok: the {mode} trace replays on glibc and {os.path.basename(lib)}, every call as in the trace")
     trace = os.path.join(work, "churn.mmtrace")
+    replay(mmtrace, trace, lib, ["--speed", "0", "--copies", "3"])
+    print("ok: three copies of the churn trace's threads side by side, every call as in the trace")
     # the program's own time before each call, as the replay waits it: CPU
     # work when short (long gaps may become waits for other threads)
     work_by_thread = {}
