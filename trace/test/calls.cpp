@@ -348,8 +348,15 @@ int main(int argc, char **argv) {
     abort();
   } else if (strcmp(mode, "kill") == 0) {     // enough events for several chunks, then wait to be killed
     for (int i = 0; i < 40000; i++) free(malloc(16 + (size_t)(i % 100)));
-    FILE *ready = fopen(argc > 3 ? argv[3] : "ready", "w");
-    if (ready) fclose(ready);
+    const char *name = argc > 3 ? argv[3] : "ready";   // holds our pid, renamed into place whole
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", name);
+    FILE *ready = fopen(tmp, "w");
+    if (ready) {
+      fprintf(ready, "%d\n", (int)getpid());
+      fclose(ready);
+      rename(tmp, name);
+    }
     for (;;) pause();
   } else if (strcmp(mode, "churn") == 0) {
     pthread_t th[kChurnThreads];

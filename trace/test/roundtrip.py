@@ -210,8 +210,7 @@ def check_kill(mmtrace, calls, work):
             p.kill()
             fail("the program never became ready")
         time.sleep(0.05)
-    # the traced process is record's child: the only process whose trace is `trace`
-    pid = int(subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()[0])
+    pid = int(open(ready).read())     # the traced process wrote its pid there
     os.kill(pid, signal.SIGKILL)
     _, err = p.communicate(timeout=60)
     if p.returncode != 128 + signal.SIGKILL:
