@@ -86,6 +86,7 @@
 #include <unistd.h>
 
 #include "reader.h"
+#include "table.h"
 #include "tool.h"
 
 #define NO_SLOT UINT32_MAX
@@ -119,56 +120,6 @@ typedef struct {
   size_t nfree, capfree;
 } pthread_prog_t;
 
-typedef struct { uint64_t key, a, b, c; } pslot_t;
-typedef struct { pslot_t *s; size_t cap, n; } ptable_t;
-
-static uint64_t pmix(uint64_t k) {
-  k ^= k >> 33; k *= 0xff51afd7ed558ccdull; k ^= k >> 33; k *= 0xc4ceb9fe1a85ec53ull; k ^= k >> 33;
-  return k;
-}
-static void oom(void) { fprintf(stderr, "mmtrace replay: out of memory\n"); exit(2); }
-static void pput(ptable_t *t, uint64_t key, uint64_t a, uint64_t b, uint64_t c);
-static void pgrow(ptable_t *t) {
-  ptable_t old = *t;
-  t->cap = old.cap ? old.cap * 2 : 4096;
-  t->s = calloc(t->cap, sizeof(pslot_t));
-  if (!t->s) oom();
-  t->n = 0;
-  for (size_t i = 0; i < old.cap; i++)
-    if (old.s[i].key) pput(t, old.s[i].key, old.s[i].a, old.s[i].b, old.s[i].c);
-  free(old.s);
-}
-static void pput(ptable_t *t, uint64_t key, uint64_t a, uint64_t b, uint64_t c) {
-  if (2 * (t->n + 1) > t->cap) pgrow(t);
-  size_t i = pmix(key) & (t->cap - 1);
-  while (t->s[i].key && t->s[i].key != key) i = (i + 1) & (t->cap - 1);
-  if (!t->s[i].key) t->n++;
-  t->s[i] = (pslot_t){key, a, b, c};
-}
-static bool ptake(ptable_t *t, uint64_t key, uint64_t *a, uint64_t *b, uint64_t *c) {
-  if (!t->cap) return false;
-  size_t i = pmix(key) & (t->cap - 1);
-  while (t->s[i].key != key) {
-    if (!t->s[i].key) return false;
-    i = (i + 1) & (t->cap - 1);
-  }
-  *a = t->s[i].a;
-  *b = t->s[i].b;
-  *c = t->s[i].c;
-  size_t j = i;
-  for (;;) {
-    t->s[i].key = 0;
-    for (;;) {
-      j = (j + 1) & (t->cap - 1);
-      if (!t->s[j].key) { t->n--; return true; }
-      size_t home = pmix(t->s[j].key) & (t->cap - 1);
-      if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) break;
-    }
-    t->s[i] = t->s[j];
-    i = j;
-  }
-}
-static uint64_t bkey(uint64_t thread, uint64_t n) { return (thread << 40 | n) + 1; }
 
 typedef struct { uint32_t slot; uint64_t at; } freed_t;
 
@@ -181,10 +132,10 @@ typedef struct {
   uint64_t nth, capth;
   uint32_t *gen;                    /* per slot: the generation the next op on it expects */
   uint64_t nslots, capslots;
-  ptable_t live;                    /* block -> slot */
-  ptable_t pending;                 /* block -> (freeing thread, offset of its op) */
+  table_t live;                    /* block -> slot */
+  table_t pending;                 /* block -> (freeing thread, offset of its op) */
   uint64_t open_files;
-  uint64_t ops, skipped_unknown, pending_max, skewed;
+  uint64_t ops, skipped_unknown, skewed;
 } prep_t;
 
 #define PROG_BUF (256 * 1024)
@@ -200,7 +151,7 @@ static pthread_prog_t *prog_of(prep_t *p, uint64_t t) {
     uint64_t n = p->capth ? p->capth * 2 : 64;
     while (n <= t) n *= 2;
     p->th = realloc(p->th, n * sizeof *p->th);
-    if (!p->th) oom();
+    if (!p->th) mmt_oom();
     for (uint64_t i = p->capth; i < n; i++) {
       memset(&p->th[i], 0, sizeof *p->th);
       p->th[i].fd = p->th[i].patch_fd = -1;
@@ -249,7 +200,7 @@ static uint64_t prog_add(prep_t *p, uint64_t t, const rop_t *op) {
         if (i != t && (p->th[i].fd >= 0 || p->th[i].patch_fd >= 0)) prog_close(p, i);
     }
     th->buf = malloc(PROG_BUF);
-    if (!th->buf) oom();
+    if (!th->buf) mmt_oom();
   }
   if (th->fill + sizeof *op > PROG_BUF) prog_flush(p, t);
   uint64_t off = th->written + th->fill;
@@ -303,7 +254,7 @@ static uint32_t slot_new(prep_t *p, uint64_t t, uint64_t at) {
   if (p->nslots >= p->capslots) {
     p->capslots = p->capslots ? p->capslots * 2 : 4096;
     p->gen = realloc(p->gen, p->capslots * sizeof *p->gen);
-    if (!p->gen) oom();
+    if (!p->gen) mmt_oom();
   }
   if (p->nslots >= NO_SLOT) { fprintf(stderr, "mmtrace replay: over 4 billion live blocks\n"); exit(2); }
   p->gen[p->nslots] = 0;
@@ -315,7 +266,7 @@ static void slot_free(prep_t *p, uint64_t t, uint32_t s, uint64_t at) {
     if (p->fifo_n == p->fifo_cap) {
       size_t cap = p->fifo_cap ? p->fifo_cap * 2 : 4096;
       freed_t *q = malloc(cap * sizeof *q);
-      if (!q) oom();
+      if (!q) mmt_oom();
       for (size_t i = 0; i < p->fifo_n; i++) q[i] = p->fifo[(p->fifo_head + i) % p->fifo_cap];
       free(p->fifo);
       p->fifo = q;
@@ -329,27 +280,26 @@ static void slot_free(prep_t *p, uint64_t t, uint32_t s, uint64_t at) {
   if (th->nfree == th->capfree) {
     th->capfree = th->capfree ? th->capfree * 2 : 64;
     th->free_slots = realloc(th->free_slots, th->capfree * sizeof *th->free_slots);
-    if (!th->free_slots) oom();
+    if (!th->free_slots) mmt_oom();
   }
   th->free_slots[th->nfree++] = s;
 }
 
 /* A release by thread f of block (o, n) in op *op (to be added): fills the
- * slot now, or leaves it to be patched when the block's allocation is read.
+ * slot now, or (returning true: pending) leaves it to be patched when the
+ * block's allocation is read.
  * A release that began before its block's allocation did (a clock that
  * is not the same on every CPU) is counted: the replay then cannot use the
  * trace's times to order threads. */
-static bool release_slot(prep_t *p, uint64_t f, uint64_t o, uint64_t n, rop_t *op, bool *pending) {
-  uint64_t s, alloc_at, unused;
-  *pending = false;
-  if (ptake(&p->live, bkey(o, n), &s, &alloc_at, &unused)) {
-    op->slot = (uint32_t)s;
-    op->gen = p->gen[s]++;
-    if (op->at_ns < alloc_at) p->skewed++;
-    slot_free(p, f, (uint32_t)s, op->at_ns);
-    return true;
+static bool release_slot(prep_t *p, uint64_t f, uint64_t o, uint64_t n, rop_t *op) {
+  table_slot_t b;                     /* a: slot, b: the allocation's time */
+  if (table_take(&p->live, table_block_key(o, n), &b)) {
+    op->slot = (uint32_t)b.a;
+    op->gen = p->gen[b.a]++;
+    if (op->at_ns < b.b) p->skewed++;
+    slot_free(p, f, (uint32_t)b.a, op->at_ns);
+    return false;
   }
-  *pending = true;
   op->slot = NO_SLOT;
   return true;
 }
@@ -358,13 +308,13 @@ static void new_block(prep_t *p, uint64_t t, uint64_t n, rop_t *op) {
   uint32_t s = slot_new(p, t, op->at_ns);
   op->slot2 = s;
   op->gen2 = p->gen[s]++;
-  uint64_t f, off, free_at;
-  if (ptake(&p->pending, bkey(t, n), &f, &off, &free_at)) {   /* its release was read first */
-    if (free_at < op->at_ns) p->skewed++;
-    prog_patch(p, f, off, s, p->gen[s]++);
-    slot_free(p, f, s, free_at);
+  table_slot_t r;                     /* a: freeing thread, b: offset of its op, c: its time */
+  if (table_take(&p->pending, table_block_key(t, n), &r)) {   /* its release was read first */
+    if (r.c < op->at_ns) p->skewed++;
+    prog_patch(p, r.a, r.b, s, p->gen[s]++);
+    slot_free(p, r.a, s, r.c);
   } else {
-    pput(&p->live, bkey(t, n), s, op->at_ns, 0);
+    table_put(&p->live, table_block_key(t, n), s, op->at_ns, 0);
   }
 }
 
@@ -402,9 +352,9 @@ static int prepare(const char *trace, const char *dir, bool partial, bool cross,
         op.op = MMT_MALLOC;                               /* a realloc of one: its new block only */
       } else if (e.ref == MMT_REF_IS_BLOCK) {
         if (!e.released) {                                /* failed realloc, block kept */
-          uint64_t s, at, unused;
-          if (ptake(&p->live, bkey(e.ref_thread, e.ref_n), &s, &at, &unused)) {
-            pput(&p->live, bkey(e.ref_thread, e.ref_n), s, at, 0);
+          table_slot_t *live = table_find(&p->live, table_block_key(e.ref_thread, e.ref_n));
+          if (live) {
+            uint64_t s = live->a;
             op.slot = (uint32_t)s;
             op.gen = p->gen[s]++;
             op.slot2 = (uint32_t)s;                       /* the same block goes on */
@@ -414,15 +364,14 @@ static int prepare(const char *trace, const char *dir, bool partial, bool cross,
           }
           op.op = MMT_MALLOC;                             /* not read yet: the failing size alone */
         } else {
-          release_slot(p, e.thread, e.ref_thread, e.ref_n, &op, &pending);
+          pending = release_slot(p, e.thread, e.ref_thread, e.ref_n, &op);
         }
       }
     }
     if (e.allocated) new_block(p, e.thread, e.new_n, &op);
     uint64_t off = prog_add(p, e.thread, &op);
     if (pending) {
-      pput(&p->pending, bkey(e.ref_thread, e.ref_n), e.thread, off, e.time_ns);
-      if (p->pending.n > p->pending_max) p->pending_max = p->pending.n;
+      table_put(&p->pending, table_block_key(e.ref_thread, e.ref_n), e.thread, off, e.time_ns);
     }
     if (th->ended) prog_close(p, e.thread);      /* a late call after its thread_end */
   }
@@ -443,7 +392,7 @@ static int prepare(const char *trace, const char *dir, bool partial, bool cross,
     free(th->free_slots);
   }
   fclose(f);
-  free(p->th); free(p->gen); free(p->live.s); free(p->pending.s); free(p->fifo);
+  free(p->th); free(p->gen); table_free(&p->live); table_free(&p->pending); free(p->fifo);
   return 0;
 }
 

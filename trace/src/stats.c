@@ -24,71 +24,18 @@
 #include <string.h>
 
 #include "reader.h"
+#include "table.h"
 #include "tool.h"
 
 #define NBUCKETS 65   /* log2 buckets: 0, 1, 2-3, 4-7, ... */
 
 static unsigned log2_bucket(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0; }
 
-/* ---- an open-addressing table: 64-bit key -> two 64-bit values ---------- */
-
-typedef struct { uint64_t key, a, b; } slot_t;   /* key 0: empty (ids are stored + 1) */
-typedef struct { slot_t *s; size_t cap, n; } table_t;
-
-static uint64_t mix(uint64_t k) {
-  k ^= k >> 33; k *= 0xff51afd7ed558ccdull; k ^= k >> 33; k *= 0xc4ceb9fe1a85ec53ull; k ^= k >> 33;
-  return k;
-}
-
 static void *xcalloc(size_t n, size_t sz) {
   void *p = calloc(n, sz);
-  if (!p) { fprintf(stderr, "mmtrace stats: out of memory\n"); exit(2); }
+  if (!p) mmt_oom();
   return p;
 }
-
-static void table_put(table_t *t, uint64_t key, uint64_t a, uint64_t b);
-static void table_grow(table_t *t) {
-  table_t old = *t;
-  t->cap = old.cap ? old.cap * 2 : 1024;
-  t->s = xcalloc(t->cap, sizeof(slot_t));
-  t->n = 0;
-  for (size_t i = 0; i < old.cap; i++)
-    if (old.s[i].key) table_put(t, old.s[i].key, old.s[i].a, old.s[i].b);
-  free(old.s);
-}
-static void table_put(table_t *t, uint64_t key, uint64_t a, uint64_t b) {
-  if (2 * (t->n + 1) > t->cap) table_grow(t);
-  size_t i = mix(key) & (t->cap - 1);
-  while (t->s[i].key && t->s[i].key != key) i = (i + 1) & (t->cap - 1);
-  if (!t->s[i].key) t->n++;
-  t->s[i] = (slot_t){key, a, b};
-}
-/* Removes key; true with its values if it was there. */
-static bool table_take(table_t *t, uint64_t key, uint64_t *a, uint64_t *b) {
-  if (!t->cap) return false;
-  size_t i = mix(key) & (t->cap - 1);
-  while (t->s[i].key != key) {
-    if (!t->s[i].key) return false;
-    i = (i + 1) & (t->cap - 1);
-  }
-  *a = t->s[i].a;
-  *b = t->s[i].b;
-  /* backward-shift deletion keeps every probe chain unbroken */
-  size_t j = i;
-  for (;;) {
-    t->s[i].key = 0;
-    for (;;) {
-      j = (j + 1) & (t->cap - 1);
-      if (!t->s[j].key) { t->n--; return true; }
-      size_t home = mix(t->s[j].key) & (t->cap - 1);
-      if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) break;
-    }
-    t->s[i] = t->s[j];
-    i = j;
-  }
-}
-
-static uint64_t block_key(uint64_t thread, uint64_t n) { return (thread << 40 | n) + 1; }
 
 /* ---- the statistics ------------------------------------------------------ */
 
@@ -120,7 +67,7 @@ static tstat_t *tstat(stats_t *s, uint64_t t) {
     uint64_t n = s->cap_th ? s->cap_th * 2 : 16;
     while (n <= t) n *= 2;
     s->th = realloc(s->th, n * sizeof *s->th);
-    if (!s->th) { fprintf(stderr, "mmtrace stats: out of memory\n"); exit(2); }
+    if (!s->th) mmt_oom();
     memset(s->th + s->cap_th, 0, (n - s->cap_th) * sizeof *s->th);
     s->cap_th = n;
   }
@@ -135,7 +82,7 @@ static void bin_add(stats_t *s, uint64_t ns, int64_t bytes, uint64_t allocs) {
     while (n <= b) n *= 2;
     s->bin_bytes = realloc(s->bin_bytes, n * sizeof *s->bin_bytes);
     s->bin_allocs = realloc(s->bin_allocs, n * sizeof *s->bin_allocs);
-    if (!s->bin_bytes || !s->bin_allocs) { fprintf(stderr, "mmtrace stats: out of memory\n"); exit(2); }
+    if (!s->bin_bytes || !s->bin_allocs) mmt_oom();
     memset(s->bin_bytes + s->cap_bins, 0, (n - s->cap_bins) * sizeof *s->bin_bytes);
     memset(s->bin_allocs + s->cap_bins, 0, (n - s->cap_bins) * sizeof *s->bin_allocs);
     s->cap_bins = n;
@@ -148,12 +95,12 @@ static void bin_add(stats_t *s, uint64_t ns, int64_t bytes, uint64_t allocs) {
 /* A block's release at time ns, freed by thread f; `back` is how many of
  * the owner's blocks back it was for an own free (UINT64_MAX: remote). */
 static void released(stats_t *s, uint64_t owner, uint64_t n, uint64_t ns, uint64_t f, uint64_t back) {
-  uint64_t at, size;
-  if (table_take(&s->live, block_key(owner, n), &at, &size)) {
-    s->life_ns[log2_bucket(ns > at ? ns - at : 0)]++;
-    bin_add(s, ns, -(int64_t)size, 0);
+  table_slot_t b;                                /* a: allocation time, b: size */
+  if (table_take(&s->live, table_block_key(owner, n), &b)) {
+    s->life_ns[log2_bucket(ns > b.a ? ns - b.a : 0)]++;
+    bin_add(s, ns, -(int64_t)b.b, 0);
   } else {
-    table_put(&s->early, block_key(owner, n), ns, 0);   /* its allocation is further on in the file */
+    table_put(&s->early, table_block_key(owner, n), ns, 0, 0);   /* its allocation is further on in the file */
   }
   if (back != UINT64_MAX) s->life_allocs[log2_bucket(back)]++;
   s->releases++;
@@ -161,14 +108,15 @@ static void released(stats_t *s, uint64_t owner, uint64_t n, uint64_t ns, uint64
   if (owner != f) {
     s->remote++;
     tstat(s, f)->remote_frees++;
-    uint64_t k = (owner << 24 | f) + 1, c, unused;
-    if (!table_take(&s->pairs, k, &c, &unused)) c = 0;
-    table_put(&s->pairs, k, c + 1, 0);
+    uint64_t k = (owner << 24 | f) + 1;
+    table_slot_t *c = table_find(&s->pairs, k);
+    if (c) c->a++;
+    else table_put(&s->pairs, k, 1, 0, 0);
   }
 }
 
 static void allocated(stats_t *s, uint64_t thread, uint64_t n, uint64_t ns, uint64_t size) {
-  uint64_t freed_at, unused;
+  table_slot_t early;
   s->allocs++;
   s->alloc_bytes += size;
   s->size_count[log2_bucket(size)]++;
@@ -177,11 +125,11 @@ static void allocated(stats_t *s, uint64_t thread, uint64_t n, uint64_t ns, uint
   t->allocs++;
   t->bytes += size;
   bin_add(s, ns, (int64_t)size, 1);
-  if (table_take(&s->early, block_key(thread, n), &freed_at, &unused)) {
-    s->life_ns[log2_bucket(freed_at > ns ? freed_at - ns : 0)]++;
-    bin_add(s, freed_at, -(int64_t)size, 0);
+  if (table_take(&s->early, table_block_key(thread, n), &early)) {   /* a: the free's time */
+    s->life_ns[log2_bucket(early.a > ns ? early.a - ns : 0)]++;
+    bin_add(s, early.a, -(int64_t)size, 0);
   } else {
-    table_put(&s->live, block_key(thread, n), ns, size);
+    table_put(&s->live, table_block_key(thread, n), ns, size, 0);
   }
 }
 
@@ -237,22 +185,17 @@ int mmt_cmd_stats(int argc, char **argv) {
     if (e.time_ns > s->end_ns) s->end_ns = e.time_ns;
     unsigned shape = mmt_op_shape(e.op);
     if (shape & MMT_HAS_ALIGN && shape & MMT_ALLOCATES) s->align_count[log2_bucket(e.align)]++;
-    uint64_t old_size = 0, old_at = 0;
-    bool have_old = false;
     if (e.ref == MMT_REF_IS_UNKNOWN) s->unknown++;
     if (e.ref == MMT_REF_IS_NULL && !(shape & MMT_ALLOCATES)) s->nulls++;
-    if (e.ref == MMT_REF_IS_BLOCK && (shape & MMT_ALLOCATES)) {   /* realloc: the old size, before it goes */
-      uint64_t a, b;
-      if (table_take(&s->live, block_key(e.ref_thread, e.ref_n), &a, &b)) {
-        old_at = a; old_size = b; have_old = true;
-        table_put(&s->live, block_key(e.ref_thread, e.ref_n), a, b);
-      }
-    }
-    (void)old_at;
+    /* a realloc's old size, read before the block goes */
+    table_slot_t *old = e.ref == MMT_REF_IS_BLOCK && (shape & MMT_ALLOCATES)
+                          ? table_find(&s->live, table_block_key(e.ref_thread, e.ref_n)) : NULL;
+    bool have_old = old != NULL;
+    uint64_t old_size = old ? old->b : 0;
     if (e.ref == MMT_REF_IS_BLOCK && e.released) {
-      uint64_t back = e.ref_thread == e.thread ? (s->th[e.thread].allocs - 1 - e.ref_n) : UINT64_MAX;
-      if (e.ref_thread == e.thread && e.ref_n >= s->th[e.thread].allocs) back = UINT64_MAX;
-      released(s, e.ref_thread, e.ref_n, e.time_ns, e.thread, back);
+      /* for a block freed by its owner: how many of the owner's blocks came after it */
+      bool own = e.ref_thread == e.thread && e.ref_n < s->th[e.thread].allocs;
+      released(s, e.ref_thread, e.ref_n, e.time_ns, e.thread, own ? s->th[e.thread].allocs - 1 - e.ref_n : UINT64_MAX);
     }
     if (e.allocated) {
       uint64_t bytes = event_bytes(&e);
@@ -337,7 +280,7 @@ int mmt_cmd_stats(int argc, char **argv) {
   fprintf(o, "\n  ],\n  \"frees_by_owner_and_freer\": [");
   first = true;
   for (size_t i = 0; i < s->pairs.cap; i++) {
-    slot_t *p = &s->pairs.s[i];
+    table_slot_t *p = &s->pairs.s[i];
     if (!p->key) continue;
     uint64_t key = p->key - 1;
     fprintf(o, "%s[%" PRIu64 ", %" PRIu64 ", %" PRIu64 "]", first ? "" : ", ", key >> 24, key & 0xffffff, p->a);
@@ -345,7 +288,7 @@ int mmt_cmd_stats(int argc, char **argv) {
   }
   fprintf(o, "]\n}\n");
   mmt_reader_close(r);
-  free(s->live.s); free(s->early.s); free(s->pairs.s); free(s->th); free(s->bin_bytes); free(s->bin_allocs);
+  table_free(&s->live); table_free(&s->early); table_free(&s->pairs); free(s->th); free(s->bin_bytes); free(s->bin_allocs);
   free(s);
   return 0;
 }

@@ -51,6 +51,11 @@ static void usage(FILE *out) {
           "process it forks or image it execs; the format is trace/FORMAT.md.\n");
 }
 
+void mmt_oom(void) {
+  fputs("mmtrace: out of memory\n", stderr);
+  exit(2);
+}
+
 /* The directory of this executable, for finding libmmtrace.so beside it. */
 static void self_dir(char *out, size_t n) {
   ssize_t l = readlink("/proc/self/exe", out, n - 1);

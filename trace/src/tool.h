@@ -15,4 +15,7 @@ int mmt_cmd_replay_run(int argc, char **argv);   /* replay.c: the child that run
  * 0, or -1 after saying why on stderr. */
 int mmt_allocator_path(const char *name, char *out, size_t n);
 
+/* tool.c: "mmtrace: out of memory" and exit status 2. */
+void mmt_oom(void) __attribute__((noreturn));
+
 #endif
