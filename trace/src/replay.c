@@ -847,7 +847,7 @@ static int parse_alloc(const char *spec, alloc_t *a) {
       snprintf(a->env[a->nenv++], sizeof a->env[0], "%s", tok);
     }
   }
-  return mmt_allocator_path(base, a->path, sizeof a->path);
+  return mmt_allocator_path(base, a->path, sizeof a->path, stderr);
 }
 
 static int cmp_double(const void *a, const void *b) {

@@ -12,10 +12,10 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,8 +88,18 @@ static int find_tracer(char *out, size_t n) {
   return -1;
 }
 
+/* A line on why, unless why is NULL. */
+static void say(FILE *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(FILE *why, const char *fmt, ...) {
+  if (!why) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(why, fmt, ap);
+  va_end(ap);
+}
+
 /* The allocator a name stands for, as bin/mmrun knows them (tool.h). */
-int mmt_allocator_path(const char *name, char *out, size_t n) {
+int mmt_allocator_path(const char *name, char *out, size_t n, FILE *why) {
   const char *multi = MULTIARCH;
   static const struct { const char *name, *file, *pkg; } peers[] = {
     {"jemalloc", "libjemalloc.so.2", "libjemalloc2"},
@@ -110,23 +120,23 @@ int mmt_allocator_path(const char *name, char *out, size_t n) {
       snprintf(p, sizeof p, cands[i], dir);
       if (exists(p) && realpath(p, out) && strlen(out) < n) return 0;
     }
-    fprintf(stderr, "mmtrace: libmmalloc.so not found beside %s (run 'make', or set MMALLOC_LIB)\n", dir);
+    say(why, "mmtrace: libmmalloc.so not found beside %s (run 'make', or set MMALLOC_LIB)\n", dir);
     return -1;
   }
   for (size_t i = 0; i < sizeof peers / sizeof *peers; i++) {
     if (strcmp(name, peers[i].name) != 0) continue;
     snprintf(out, n, "/usr/lib/%s/%s", multi, peers[i].file);
     if (exists(out)) return 0;
-    fprintf(stderr, "mmtrace: %s is not installed (apt-get install %s)\n", name, peers[i].pkg);
+    say(why, "mmtrace: %s is not installed (apt-get install %s)\n", name, peers[i].pkg);
     return -1;
   }
   if (strstr(name, ".so")) {
-    if (!exists(name)) { fprintf(stderr, "mmtrace: %s does not exist\n", name); return -1; }
+    if (!exists(name)) { say(why, "mmtrace: %s does not exist\n", name); return -1; }
     snprintf(out, n, "%s", name);
     return 0;
   }
-  fprintf(stderr, "mmtrace: unknown allocator '%s' (mmalloc, glibc, jemalloc, tcmalloc, mimalloc, tbbmalloc, "
-          "or a PATH.so)\n", name);
+  say(why, "mmtrace: unknown allocator '%s' (mmalloc, glibc, jemalloc, tcmalloc, mimalloc, tbbmalloc, "
+      "or a PATH.so)\n", name);
   return -1;
 }
 
@@ -197,7 +207,7 @@ static int cmd_record(int argc, char **argv) {
   }
   char lib[PATH_MAX], peer[PATH_MAX] = "";
   if (find_tracer(lib, sizeof lib) != 0) return 2;
-  if (alloc && mmt_allocator_path(alloc, peer, sizeof peer) != 0) return 2;
+  if (alloc && mmt_allocator_path(alloc, peer, sizeof peer, stderr) != 0) return 2;
   char outabs[2 * PATH_MAX + 2];
   if (out[0] != '/') {
     char cwd[PATH_MAX];
@@ -362,14 +372,8 @@ static int cmd_allocators(void) {
   const char *names[] = {"mmalloc", "glibc", "jemalloc", "tcmalloc", "mimalloc", "tbbmalloc"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     char path[PATH_MAX];
-    fflush(stderr);
-    int saved = dup(2), null = open("/dev/null", O_WRONLY);
-    dup2(null, 2);                       /* the missing ones are not errors here */
-    int rc = mmt_allocator_path(names[i], path, sizeof path);
-    dup2(saved, 2);
-    close(saved);
-    close(null);
-    if (rc == 0) printf("%s %s\n", names[i], path[0] ? path : "(the C library)");
+    if (mmt_allocator_path(names[i], path, sizeof path, NULL) == 0)   /* the missing ones are not errors here */
+      printf("%s %s\n", names[i], path[0] ? path : "(the C library)");
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #define MMTRACE_TOOL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* argv[0] is the subcommand's name; the exit status is the command's. */
 int mmt_cmd_stats(int argc, char **argv);    /* stats.c: one pass, JSON on stdout */
@@ -12,8 +13,8 @@ int mmt_cmd_replay_run(int argc, char **argv);   /* replay.c: the child that run
 
 /* tool.c: the library an allocator name stands for (mmalloc, glibc,
  * jemalloc, tcmalloc, mimalloc, tbbmalloc, or a PATH.so); "" for glibc.
- * 0, or -1 after saying why on stderr. */
-int mmt_allocator_path(const char *name, char *out, size_t n);
+ * 0, or -1 after saying why on `why` (NULL: silently). */
+int mmt_allocator_path(const char *name, char *out, size_t n, FILE *why);
 
 /* tool.c: "mmtrace: out of memory" and exit status 2. */
 void mmt_oom(void) __attribute__((noreturn));
