@@ -33,6 +33,16 @@ def fail(msg):
     sys.exit(1)
 
 
+def record(mmtrace, calls, work, mode, status=0):
+    """Records `calls EXPECT mode` into WORK/MODE.mmtrace; the trace's path,
+    after checking record's exit status (the program's)."""
+    trace = os.path.join(work, f"{mode}.mmtrace")
+    r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, f"{mode}.expect"), mode])
+    if r.returncode != status:
+        fail(f"record {mode}: status {r.returncode}, not {status}: {r.stderr}")
+    return trace
+
+
 def dump(mmtrace, path, partial=False):
     r = run([mmtrace, "dump"] + (["--partial"] if partial else []) + [path])
     if r.returncode != 0:
@@ -60,10 +70,7 @@ def ending(text):
 
 
 def check_calls(mmtrace, calls, work):
-    trace, expect = os.path.join(work, "calls.mmtrace"), os.path.join(work, "calls.expect")
-    r = run([mmtrace, "record", "-o", trace, "--", calls, expect])
-    if r.returncode != 0:
-        fail(f"record: status {r.returncode}: {r.stderr}")
+    trace, expect = record(mmtrace, calls, work, "calls"), os.path.join(work, "calls.expect")
     text = dump(mmtrace, trace)
     if ending(text) != "exit":
         fail("the trace of a normal exit does not end with exit")
@@ -133,10 +140,7 @@ def check_calls(mmtrace, calls, work):
 
 
 def check_fork(mmtrace, calls, work):
-    trace = os.path.join(work, "fork.mmtrace")
-    r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, "fork.expect"), "fork"])
-    if r.returncode != 0:
-        fail(f"record: status {r.returncode}: {r.stderr}")
+    trace = record(mmtrace, calls, work, "fork")
     child = int(open(os.path.join(work, "fork.expect")).read().split()[1])
     parent_text = dump(mmtrace, trace)
     child_path = f"{trace}.{child}"
@@ -165,10 +169,7 @@ def check_fork(mmtrace, calls, work):
 
 
 def check_exec(mmtrace, calls, work):
-    trace = os.path.join(work, "exec.mmtrace")
-    r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, "exec.expect"), "exec"])
-    if r.returncode != 0:
-        fail(f"record: status {r.returncode}: {r.stderr}")
+    trace = record(mmtrace, calls, work, "exec")
     first = dump(mmtrace, trace)
     others = [f for f in os.listdir(work) if f.startswith("exec.mmtrace.")]
     if len(others) != 1:
@@ -186,10 +187,7 @@ def check_exec(mmtrace, calls, work):
 
 
 def check_abort(mmtrace, calls, work):
-    trace = os.path.join(work, "abort.mmtrace")
-    r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, "abort.expect"), "abort"])
-    if r.returncode != 128 + signal.SIGABRT:
-        fail(f"record should exit 134 for an aborted program, got {r.returncode}")
+    trace = record(mmtrace, calls, work, "abort", status=128 + signal.SIGABRT)
     text = dump(mmtrace, trace)
     if ending(text) != f"signal {int(signal.SIGABRT)}":
         fail(f"an aborted program's trace ends with '{ending(text)}'")
@@ -226,10 +224,7 @@ def check_kill(mmtrace, calls, work):
 
 
 def check_exitthread(mmtrace, calls, work):
-    trace = os.path.join(work, "exitthread.mmtrace")
-    r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, "exitthread.expect"), "exitthread"])
-    if r.returncode != 0:
-        fail(f"record: status {r.returncode}: {r.stderr}")
+    trace = record(mmtrace, calls, work, "exitthread")
     evs = events(dump(mmtrace, trace))
     t = [t for t, op, rest in evs if op == "malloc" and rest.startswith("size=4000")]
     if len(t) != 1:
