@@ -33,7 +33,7 @@ sys.path.insert(0, HERE)
 import allocators  # noqa: E402
 import run  # noqa: E402
 import suite  # noqa: E402
-from overhead import PY_SCRIPT  # noqa: E402
+from overhead import bwa_case, python_case  # noqa: E402
 
 
 def kendall_tau(a, b):
@@ -116,20 +116,10 @@ def programs(build, tmp, size):
         exe = os.path.join(build, "bench", w)
         if os.path.exists(exe):
             out[w] = ([exe, "threads=2"] + suite.args_for(w, size), {})
-    try:
-        import bwa_data
-        if not bwa_data.tools_missing():
-            q = suite.BWA[size]
-            ref, r1, r2 = bwa_data.prepare(os.path.join(ROOT, "bench", "data"), q["genome_bp"], q["pairs"],
-                                           log=lambda m: print(m, file=sys.stderr))
-            out["bwa"] = (bwa_data.command(2, ref, r1, r2), {})
-    except Exception as e:
-        print(f"fidelity: bwa left out: {e}", file=sys.stderr)
-    py = shutil.which("python3.11") or "/usr/bin/python3"
-    script = os.path.join(tmp, "dicts.py")
-    with open(script, "w") as f:
-        f.write(PY_SCRIPT)
-    out["python"] = ([os.path.realpath(py), script], {"PYTHONMALLOC": "malloc"})
+    bwa = bwa_case(size, "fidelity")
+    if bwa:
+        out["bwa"] = bwa
+    out["python"] = python_case(tmp)
     cxx = os.path.join(tmp, "cxxprog")
     r = subprocess.run(["g++", "-O2", "-std=c++17", "-pthread", "-o", cxx,
                         os.path.join(ROOT, "test", "preload", "cxxprog.cpp")], capture_output=True, text=True)

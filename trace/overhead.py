@@ -41,23 +41,38 @@ ts = [threading.Thread(target=work, args=(s,)) for s in range(2)]
 '''
 
 
-def cases(build, tmp):
-    import suite
-    out = {}
+def python_case(tmp):
+    """The CPython program (PY_SCRIPT in tmp): (command, environment)."""
     py = shutil.which("python3.11") or "/usr/bin/python3"
     script = os.path.join(tmp, "dicts.py")
     with open(script, "w") as f:
         f.write(PY_SCRIPT)
-    out["python"] = ([os.path.realpath(py), script], {"PYTHONMALLOC": "malloc"})
+    return [os.path.realpath(py), script], {"PYTHONMALLOC": "malloc"}
+
+
+def bwa_case(size, who):
+    """bwa mem -t 2 on make bench's genome of that size (made and cached
+    by bench/bwa_data.py): (command, environment), or None without bwa."""
+    import bwa_data
+    import suite
     try:
-        import bwa_data
-        if not bwa_data.tools_missing():
-            q = suite.BWA["quick"]
-            ref, r1, r2 = bwa_data.prepare(os.path.join(ROOT, "bench", "data"), q["genome_bp"], q["pairs"],
-                                           log=lambda m: print(m, file=sys.stderr))
-            out["bwa"] = (bwa_data.command(2, ref, r1, r2), {})
+        if bwa_data.tools_missing():
+            return None
+        q = suite.BWA[size]
+        ref, r1, r2 = bwa_data.prepare(os.path.join(ROOT, "bench", "data"), q["genome_bp"], q["pairs"],
+                                       log=lambda m: print(m, file=sys.stderr))
+        return bwa_data.command(2, ref, r1, r2), {}
     except Exception as e:  # the other cases still run
-        print(f"overhead: bwa left out: {e}", file=sys.stderr)
+        print(f"{who}: bwa left out: {e}", file=sys.stderr)
+        return None
+
+
+def cases(build, tmp):
+    import suite
+    out = {"python": python_case(tmp)}
+    bwa = bwa_case("quick", "overhead")
+    if bwa:
+        out["bwa"] = bwa
     for w in ("larson", "recycle", "xfree"):
         out[w] = ([os.path.join(build, "bench", w), "threads=2"] + suite.args_for(w, "quick"), {})
     return out
