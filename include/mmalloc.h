@@ -77,6 +77,141 @@ int mm_option_set(const char *name, long value);
 /* The value in force, or -1 for an unknown name. */
 long mm_option_get(const char *name);
 
+/* ---- object pools ------------------------------------------------------------
+ * A pool hands out objects of one size and alignment, with no header, from
+ * page blocks of mmalloc's own page manager (the local heaps), and drops
+ * them all at once: mm_pool_release (every object; the pool stays usable)
+ * or mm_pool_destroy.  mm_pool_alloc and mm_pool_free are inline: a pop or
+ * a push on the calling thread's own free list of the pool, no lock, no
+ * atomic instruction, no call.  Any thread may free any object of the pool
+ * (it joins the freeing thread's list; a thread whose list passes its
+ * limit moves half of it to the pool's shared depot, a splice under a
+ * short lock).  Every pointer mm_pool_free gets is checked as free() checks
+ * one (an object of this pool, at an object boundary, not already free),
+ * from mmalloc's page map, a few loads with no call; anything else prints
+ * one line naming the call, the pool and the pointer, and aborts.  free()
+ * and realloc() reject a pool object the same way.
+ *
+ * Limits: object_size 1 .. 32768 bytes (objects are at least 16 bytes and a
+ * multiple of the alignment); alignment 0 (the largest power of two that
+ * divides object_size, at most 16) or a power of two up to 4096.  Anything
+ * else: mm_pool_create returns NULL with errno EINVAL.  No memory:
+ * mm_pool_alloc returns NULL with errno ENOMEM and the pool stays usable.
+ * A thread's own free list exists for the first MM_POOL_THREADS threads
+ * alive at once that use pools; further threads take the locked slow path.
+ *
+ * Contract: mm_pool_release and mm_pool_destroy run while no other thread
+ * uses the pool (the objects of other threads' lists are dropped too). */
+typedef struct mm_pool_options_s {
+  size_t object_size;
+  size_t alignment; /* 0: natural (see above) */
+  const char *name; /* statistics and error messages (copied, 31 bytes kept); NULL: "pool" */
+  size_t reserve;   /* objects carved at creation, ready for the first allocations */
+} mm_pool_options_t;
+
+typedef struct mm_pool_s mm_pool_t;
+
+typedef struct mm_pool_stats_s {
+  size_t object_size;   /* bytes per object, after rounding */
+  size_t blocks;        /* page blocks the pool holds */
+  size_t bytes;         /* bytes of those page blocks */
+  size_t objects;       /* objects carved from them */
+  size_t free_objects;  /* of which free (in the depot and the threads' lists) */
+} mm_pool_stats_t;
+
+mm_pool_t *mm_pool_create(const mm_pool_options_t *options);
+void mm_pool_release(mm_pool_t *pool);
+void mm_pool_destroy(mm_pool_t *pool);
+/* 0, or EINVAL for a NULL pool or out.  Exact when no thread uses the pool. */
+int mm_pool_stats(const mm_pool_t *pool, mm_pool_stats_t *out);
+static inline void *mm_pool_alloc(mm_pool_t *pool);
+static inline void mm_pool_free(mm_pool_t *pool, void *p);
+
+/* ---- page blocks ------------------------------------------------------------
+ * Page blocks straight from the page manager, for programs that run their
+ * own pools: size rounded up to 4 KiB, at most 64 MiB (else NULL, EINVAL),
+ * 4 KiB aligned, not zeroed (a fresh one is).  mm_page_block_free takes
+ * exactly what mm_page_block_alloc returned (anything else: one line and
+ * abort); the block goes back to the page manager, where pages of small
+ * objects and other pools reuse it while it is still resident. */
+void *mm_page_block_alloc(size_t size) MM_MALLOC_ATTR MM_ALLOC_SIZE(1);
+void mm_page_block_free(void *p);
+
+/* ---- what the inline pool calls read (not API: may change with the soname) --
+ * The page map: mm_pool_slot_kinds_[a >> 27] is 1 when address a lies in a
+ * slot of the local heaps; the slot (a rounded down to 128 MiB) starts with
+ * a map of uint32 offsets, at +4096, one per 4 KiB of the slot, from the
+ * slot to the descriptor of what covers it; a pool's page block has this
+ * line at the start of its descriptor.  The library checks these numbers
+ * against its own when it is compiled. */
+#define MM_POOL_THREADS 256
+#define MM_POOL_SLOT_SHIFT_ 27
+#define MM_POOL_SLOTS_ ((unsigned long)1 << (48 - MM_POOL_SLOT_SHIFT_))
+#define MM_POOL_MAP_OFFSET_ 4096ul
+#define MM_POOL_OWNER_TAG_ 4ul
+typedef struct mm_pool_block_line_ {
+  void *reserved_[2];
+  unsigned long owner;     /* (unsigned long)pool | MM_POOL_OWNER_TAG_ */
+  unsigned long start;     /* the first object */
+  unsigned long long limit; /* bytes carved from start */
+  unsigned long long magic; /* ceil(2^64 / object size) */
+} mm_pool_block_line_;
+typedef struct mm_pool_cache_s { /* one thread's free list: one cache line */
+  void *free;          /* objects, linked through their first word */
+  unsigned long count; /* objects on it */
+  unsigned long limit; /* a free that finds count == limit takes the slow path */
+  unsigned long reserved_[5];
+} mm_pool_cache_t;
+struct mm_pool_s {
+  unsigned long key;       /* a free object's second word is its address ^ key */
+  mm_pool_cache_t *cache;  /* cache[mm_pool_thread_]: the calling thread's */
+};
+extern const unsigned char mm_pool_slot_kinds_[];
+extern __thread unsigned mm_pool_thread_ __attribute__((tls_model("initial-exec")));
+void *mm_pool_alloc_slow_(mm_pool_t *pool);
+void mm_pool_free_slow_(mm_pool_t *pool, void *p);
+
+static inline void *mm_pool_alloc(mm_pool_t *pool) {
+  if (__builtin_expect(pool != 0, 1)) {
+    mm_pool_cache_t *c = &pool->cache[mm_pool_thread_];
+    void **o = (void **)c->free;
+    if (__builtin_expect(o != 0, 1)) {
+      c->free = o[0];
+      c->count--;
+      o[1] = 0; /* only a free sets the canary */
+      return o;
+    }
+  }
+  return mm_pool_alloc_slow_(pool);
+}
+
+static inline void mm_pool_free(mm_pool_t *pool, void *p) {
+  unsigned long a = (unsigned long)p, i = a >> MM_POOL_SLOT_SHIFT_;
+  if (__builtin_expect(pool != 0 && i < MM_POOL_SLOTS_ &&
+                           __atomic_load_n(&mm_pool_slot_kinds_[i], __ATOMIC_RELAXED) == 1,
+                       1)) {
+    unsigned long slot = a & ~(((unsigned long)1 << MM_POOL_SLOT_SHIFT_) - 1);
+    unsigned off32 = ((const unsigned *)(slot + MM_POOL_MAP_OFFSET_))
+        [(a >> 12) & ((1ul << (MM_POOL_SLOT_SHIFT_ - 12)) - 1)];
+    const mm_pool_block_line_ *b = (const mm_pool_block_line_ *)(slot + off32);
+    unsigned long long off = a - b->start;
+    mm_pool_cache_t *c = &pool->cache[mm_pool_thread_];
+    unsigned long *o = (unsigned long *)p;
+    if (__builtin_expect(
+            __atomic_load_n(&b->owner, __ATOMIC_RELAXED) == ((unsigned long)pool | MM_POOL_OWNER_TAG_) &&
+                off < __atomic_load_n(&b->limit, __ATOMIC_RELAXED) && off * b->magic < b->magic &&
+                o[1] != (a ^ pool->key) && c->count < c->limit,
+            1)) {
+      o[0] = (unsigned long)c->free;
+      o[1] = a ^ pool->key;
+      c->free = p;
+      c->count++;
+      return;
+    }
+  }
+  mm_pool_free_slow_(pool, p);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "mmalloc.h"
+#include "pool.h"
 #include "stats.h"
 #include "thread_heap.h"
 
@@ -131,6 +132,41 @@ MM_EXPORT size_t mm_stats_json(char *buf, size_t size) {
   thread_heap_process_init();
   return stats_json(buf, size);
 }
+
+/* ---- pools and page blocks (pool.c): the process and the calling thread
+ * set up first, so that a thread with a pool index has its exit handled ---- */
+
+static local_heap_t *calling_local_heap(void) {
+  thread_heap_t *th = thread_heap_current();
+  return th ? th->local : &mm_heaps[(unsigned)os_current_cpu() % mm_nheaps];
+}
+
+MM_EXPORT mm_pool_t *mm_pool_create(const mm_pool_options_t *options) {
+  return pool_create(options, calling_local_heap());
+}
+
+MM_EXPORT void *mm_pool_alloc_slow_(mm_pool_t *pool) {
+  return pool_alloc_slow(pool, calling_local_heap());
+}
+
+MM_EXPORT void mm_pool_free_slow_(mm_pool_t *pool, void *p) {
+  if (!pool_thread_has_index()) (void)thread_heap_current();
+  pool_free_slow(pool, p);
+}
+
+MM_EXPORT void mm_pool_release(mm_pool_t *pool) { pool_release(pool); }
+
+MM_EXPORT void mm_pool_destroy(mm_pool_t *pool) { pool_destroy(pool); }
+
+MM_EXPORT int mm_pool_stats(const mm_pool_t *pool, mm_pool_stats_t *out) {
+  return pool_stats(pool, out);
+}
+
+MM_EXPORT void *mm_page_block_alloc(size_t size) {
+  return page_block_alloc(size, calling_local_heap());
+}
+
+MM_EXPORT void mm_page_block_free(void *p) { page_block_free(p); }
 
 /* Library constructor: initialise before main so that MMALLOC_VERBOSE
  * prints early; the first allocation would do it otherwise. */

@@ -21,12 +21,18 @@
  *   extent       a run of datablocks inside one slot, described by an
  *                extent_t in the slot's management area.  An extent is FREE
  *                (a node of its local heap's interval tree), a PAGE, LARGE
- *                (one block handed to the user), or CACHED (a free page
+ *                (one block handed to the user), POOL (a page block lent out
+ *                whole: a pool's, or a raw one), or CACHED (a free page
  *                block parked in the local heap's page cache, or a freed
  *                huge mapping in the huge cache).
  *   page         an extent of 16 to 128 datablocks holding small objects of
  *                one size class, owned by a thread heap (page.h).  "Page"
  *                means only this; the OS page is a datablock.
+ *   pool         an object pool (mm_pool_*): objects of one size carved
+ *                from page blocks the local heaps lend out whole (extents
+ *                of kind POOL), a free list per thread in the pool, and a
+ *                depot; a raw page block (mm_page_block_alloc) is a POOL
+ *                extent with no pool (pool.h).
  *   huge block   a block bigger than MM_HUGE_MIN, or one that realloc grew
  *                past MM_GROW_MAP_MIN: a slot-aligned mapping of its own
  *                laid out like a slot with one LARGE extent.
@@ -55,6 +61,7 @@
  *   local heap   local_heap.h, local_heap_parts.h    local_heap.c extent.c page_market.c
  *                (the second private to the layer)   large.c decay.c purger.c local_heap_check.c
  *   page         size_class.h page.h                 size_class.c page.c
+ *   pool         pool.h                              pool.c
  *   thread heap  thread_heap.h                       thread_heap.c
  *   remote       remote.h                            remote.c
  *   slow paths   (declared in thread_heap.h)         alloc.c free.c realloc.c lifecycle.c

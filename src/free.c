@@ -8,6 +8,7 @@
  * of a block, not already free.  Anything else aborts with one line naming
  * the call and the pointer: "mmalloc: free(): invalid pointer (...) 0x...".
  */
+#include "pool.h"
 #include "remote.h"
 
 #if MM_VALGRIND
@@ -53,6 +54,12 @@ extent_t *thread_heap_lookup(const void *p, const char *call) {
     if (!page_offset_carved(e, off)) /* any thread may ask */
       thread_heap_bad_pointer(call, p, "invalid pointer (never allocated)");
     return e;
+  }
+  case MM_EXTENT_POOL: {
+    struct mm_pool_s *pool = pool_of_block(e);
+    if (!pool) thread_heap_bad_pointer(call, p, "invalid pointer (in a page block: use mm_page_block_free)");
+    os_fatal("mmalloc: %s(): invalid pointer (an object of pool \"%s\": use mm_pool_free) %p\n",
+             call, pool_name(pool), p);
   }
   case MM_EXTENT_FREE:
   case MM_EXTENT_CACHED:

@@ -39,6 +39,7 @@
 #include <sched.h>
 
 #include "cgroup.h"
+#include "pool.h"
 #include "remote.h"
 
 #if MM_VALGRIND
@@ -166,6 +167,7 @@ void thread_heap_abandon(thread_heap_t *th) {
 
 static void thread_heap_exit_cb(void *arg) {
   thread_heap_t *th = arg;
+  pool_thread_exit();
   mm_thread_heap = th; /* other destructors may have run before us */
   thread_heap_lock(th);
   thread_heap_check_all(th);
@@ -220,11 +222,13 @@ static void unlock_one(thread_heap_t *th, void *arg) {
 static void fork_prepare(void) {
   thread_heap_registry_lock_all();
   thread_heap_foreach(lock_one, NULL);
+  pool_fork_prepare();
   local_heap_fork_prepare();
 }
 
 static void fork_parent(void) {
   local_heap_fork_parent();
+  pool_fork_parent();
   thread_heap_foreach(unlock_one, NULL);
   thread_heap_registry_unlock_all();
 }
@@ -255,6 +259,7 @@ static void abandon_other(thread_heap_t *th, void *self) {
 
 static void fork_child(void) {
   local_heap_fork_child();
+  pool_fork_child();
   thread_heap_registry_reinit_all();
   thread_heap_foreach(reset_one, NULL);
   witness_forget_all();

@@ -95,6 +95,7 @@ typedef struct local_heap_s {
   uint64_t returned_bytes;  /* dirty bytes given back to the OS (purged or unmapped) */
   uint64_t pressure_purges; /* purges forced by the cgroup's memory limit */
   uint64_t pages_out, pages_back;
+  uint64_t lent_blocks, lent_bytes; /* page blocks out as POOL extents (pool.h) */
   uint64_t huge_allocs, huge_live_bytes;
 } __attribute__((aligned(MM_CACHE_LINE))) local_heap_t;
 
@@ -138,6 +139,11 @@ typedef void page_claim_fn(extent_t *page, void *arg);
 extent_t *local_heap_take_page_block(local_heap_t *h, size_t ndatablocks, size_t keep_bytes,
                                      page_claim_fn *claim, void *arg);
 void local_heap_cache_page_locked(local_heap_t *h, extent_t *page);
+/* A page block lent out whole (kind POOL, pool.h): counted here by its
+ * claim, under the lock of its home heap h; local_heap_unlend takes that
+ * lock and puts it in the page cache like a page that came back empty. */
+void local_heap_lend_locked(local_heap_t *h, extent_t *e);
+void local_heap_unlend(extent_t *e);
 void local_heap_abandoned_push_locked(local_heap_t *h, extent_t *page);
 extent_t *local_heap_abandoned_pop_locked(local_heap_t *h, unsigned cls);
 void local_heap_abandoned_remove_locked(local_heap_t *h, extent_t *page);

@@ -5,7 +5,8 @@
  *   mm_mutex_t   a pthread mutex: a local heap, a registry of thread heaps
  *   mm_spin_t    a spin-then-yield lock of one word: a thread heap's
  *                slow-path lock (uncontended but for the rare taker of an
- *                idle heap's pages, so one exchange is all it costs)
+ *                idle heap's pages, so one exchange is all it costs), an
+ *                object pool's (held for a splice or a batch)
  *
  * Every lock has a rank.  The rule: a thread that holds a lock of rank r
  * may wait for (block on) a lock of a higher rank only; a lock of the same
@@ -17,6 +18,9 @@
  *   MM_RANK_REGISTRY     a local heap's list of thread heaps (thread_heap.c)
  *   MM_RANK_THREAD_HEAP  a thread heap's slow-path lock: its owner's, or an
  *                        idle one's taken by another thread (try only)
+ *   MM_RANK_POOL_LIST    the list of object pools and the threads' pool
+ *                        indices (pool.c)
+ *   MM_RANK_POOL         an object pool: its depot, blocks and carving
  *   MM_RANK_LOCAL_HEAP   a local heap; a second one only by try
  *
  * The witness (MM_DEBUG >= 2, MM_WITNESS): each lock records its holder's
@@ -40,8 +44,10 @@ MM_HIDDEN_BEGIN
 typedef enum lock_rank_e {
   MM_RANK_REGISTRY = 1,
   MM_RANK_THREAD_HEAP = 2,
-  MM_RANK_LOCAL_HEAP = 3,
-  MM_RANK_COUNT = 4
+  MM_RANK_POOL_LIST = 3,
+  MM_RANK_POOL = 4,
+  MM_RANK_LOCAL_HEAP = 5,
+  MM_RANK_COUNT = 6
 } lock_rank_t;
 
 typedef struct lock_witness_s {

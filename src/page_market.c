@@ -114,11 +114,13 @@ extent_t *local_heap_take_page_block(local_heap_t *h, size_t ndatablocks, size_t
   return e;
 }
 
-/* A page with no block in use comes home: into the page cache, whose oldest
- * entry goes back to the tree when the cache is full. */
+/* A page with no block in use (or a lent page block) comes home: into the
+ * page cache, whose oldest entry goes back to the tree when the cache is
+ * full. */
 void local_heap_cache_page_locked(local_heap_t *h, extent_t *page) {
   mm_assert_internal(local_heap_locked(h) && local_heap_of_extent(page) == h);
-  mm_assert_internal(page->kind == MM_EXTENT_PAGE && page->used == 0);
+  mm_assert_internal((page->kind == MM_EXTENT_PAGE || page->kind == MM_EXTENT_POOL) &&
+                     page->used == 0);
   mm_assert_internal(atomic_load_relaxed(&page->xowner) == NULL);
   page->kind = MM_EXTENT_CACHED;
   decay_dirty_add(h, page, os_now_ms());
@@ -128,6 +130,27 @@ void local_heap_cache_page_locked(local_heap_t *h, extent_t *page) {
   atomic_store_relaxed(&h->xcached, h->cache_count);
   if (h->cache_count > MM_PAGE_CACHE_MAX) page_cache_evict(h, h->cache.last);
   local_heap_check(h);
+}
+
+void local_heap_lend_locked(local_heap_t *h, extent_t *e) {
+  mm_assert_internal(local_heap_locked(h) && local_heap_of_extent(e) == h);
+  mm_assert_internal(e->kind == MM_EXTENT_POOL);
+  h->lent_blocks++;
+  h->lent_bytes += e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+}
+
+void local_heap_unlend(extent_t *e) {
+  local_heap_t *h = local_heap_of_extent(e);
+  local_heap_lock(h);
+  mm_assert(e->kind == MM_EXTENT_POOL && h->lent_blocks > 0);
+  h->lent_blocks--;
+  h->lent_bytes -= e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  atomic_store_relaxed(&e->xowner_tid, 0);
+  atomic_store_relaxed(&e->xlimit, 0);
+  e->used = 0;
+  e->next = e->prev = NULL;
+  local_heap_cache_page_locked(h, e);
+  local_heap_unlock(h);
 }
 
 /* ---- abandoned pages ---------------------------------------------------------------- */

@@ -29,6 +29,8 @@ typedef enum extent_kind_e {
   MM_EXTENT_LARGE,      /* one user block */
   MM_EXTENT_CACHED,     /* a free page block in the page cache, or a freed
                            huge mapping in the huge cache (local heap) */
+  MM_EXTENT_POOL,       /* a page block lent out whole: an object pool's, or
+                           a raw one (mm_page_block_alloc); pool.h */
   MM_EXTENT_LOST,       /* in a slot with holes: a free extent whose address
                            space, given back under pressure, another mapping
                            took before we could map it again; never used

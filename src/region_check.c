@@ -94,10 +94,10 @@ static bool extent_is_valid(slot_t *slot, const extent_t *e, uintptr_t a, uintpt
   bool bad;
   if (map_lookup(slot, end - MM_DATABLOCK_SIZE, &bad) != e)
     return fail(why, why_size, slot, "extent map misses the extent's last datablock", a);
-  if (e->kind == MM_EXTENT_PAGE)
+  if (e->kind == MM_EXTENT_PAGE || e->kind == MM_EXTENT_POOL)
     for (uintptr_t d = a; d < end; d += MM_DATABLOCK_SIZE)
       if (slot_extent_of(slot, d) != e)
-        return fail(why, why_size, slot, "extent map misses a datablock of a page", d);
+        return fail(why, why_size, slot, "extent map misses a datablock of a page or pool block", d);
   if ((e->flags & MM_EXTENT_UNMAPPED) && (e->kind != MM_EXTENT_FREE || !slot->holes))
     return fail(why, why_size, slot, "unmapped extent that is not free in a slot with holes", a);
   if (e->kind != MM_EXTENT_FREE && !slot->holes && end > (uintptr_t)slot + slot->committed)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mmalloc.h"
+#include "pool.h"
 #include "stats.h"
 
 static const char *purger_state_name(uint32_t state) {
@@ -23,6 +24,7 @@ typedef struct heap_stats_s {
   /* the memory picture (docs/statistics.md): live, resident, returned */
   uint64_t live, small_live, resident, free_resident, page_slack, metadata, returned;
   uint64_t huge_cached, huge_room;
+  uint64_t lent; /* page blocks lent out whole: pools and raw page blocks */
 } heap_stats_t;
 
 typedef struct page_walk_s {
@@ -93,6 +95,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->pressure_purges = h->pressure_purges;
   s->pages_out = h->pages_out;
   s->pages_back = h->pages_back;
+  s->lent = h->lent_bytes;
   s->pages_taken_over = atomic_load_relaxed(&h->xpages_taken_over);
   local_heap_unlock(h);
   thread_heap_counts(h->index, &s->threads_live, &s->threads_dead);
@@ -102,10 +105,11 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->pages_lost = c.lost;
   /* resident: what may be resident of the heap's memory (an upper bound
    * but for blocks whose owners never touched them); the rest is live */
-  s->live = s->small_live + s->large_live + s->huge_live;
+  s->live = s->small_live + s->large_live + s->huge_live + s->lent;
   s->free_resident = free_resident + s->huge_cached + s->huge_room;
   s->page_slack = pw.touched > pw.live ? pw.touched - pw.live : 0;
-  s->resident = pw.touched + s->large_live + s->huge_live + s->free_resident + s->metadata;
+  s->resident = pw.touched + s->large_live + s->huge_live + s->lent + s->free_resident +
+                s->metadata;
 }
 
 static void heap_stats_add(heap_stats_t *t, const heap_stats_t *s) {
@@ -141,14 +145,35 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       "\"live_bytes\":%lu,\"small_live_bytes\":%lu,\"resident_bytes\":%lu,"
       "\"overhead_bytes\":%lu,\"free_resident_bytes\":%lu,\"page_slack_bytes\":%lu,"
       "\"metadata_bytes\":%lu,\"huge_cached_bytes\":%lu,\"huge_room_bytes\":%lu,"
-      "\"returned_bytes\":%lu}",
+      "\"returned_bytes\":%lu,\"lent_bytes\":%lu}",
       s->slots, s->reserved, s->committed, s->free_bytes, s->free_extents, s->dirty_bytes,
       s->cached_bytes, s->abandoned_pages, s->large_allocs, s->large_frees, s->large_live,
       s->huge_allocs, s->huge_live, s->realloc_in_place, s->realloc_remapped, s->purged, s->purges, s->pages_out,
       s->pages_back, s->threads_live, s->threads_dead, s->pages_taken_over, s->pages,
       s->pages_lost, s->pressure_purges, s->live, s->small_live, s->resident,
       s->resident - s->live, s->free_resident, s->page_slack, s->metadata, s->huge_cached,
-      s->huge_room, s->returned);
+      s->huge_room, s->returned, s->lent);
+}
+
+/* A string for JSON: what JSON must escape escaped, control bytes as '?'. */
+static void out_string(out_t *o, const char *s) {
+  for (const char *c = s; *c; c++)
+    out(o, (*c == '"' || *c == '\\') ? "\\%c" : ((unsigned char)*c < 0x20 ? "?" : "%c"), *c);
+}
+
+typedef struct pool_out_s {
+  out_t *o;
+  unsigned n;
+} pool_out_t;
+
+static void out_pool(const struct mm_pool_s *pool, const mm_pool_stats_t *s, void *arg) {
+  pool_out_t *po = arg;
+  out(po->o, "%s{\"name\":\"", po->n++ ? "," : "");
+  out_string(po->o, pool_name(pool));
+  out(po->o, "\",\"object_size\":%lu,\"blocks\":%lu,\"bytes\":%lu,\"objects\":%lu,"
+      "\"free_objects\":%lu,\"live_objects\":%lu}", (unsigned long)s->object_size,
+      (unsigned long)s->blocks, (unsigned long)s->bytes, (unsigned long)s->objects,
+      (unsigned long)s->free_objects, (unsigned long)(s->objects - s->free_objects));
 }
 
 size_t stats_json(char *buf, size_t size) {
@@ -181,9 +206,11 @@ size_t stats_json(char *buf, size_t size) {
   out(&o, ",\"cgroup\":{\"found\":%s,\"cpus\":%u,\"limit_bytes\":%lu,\"usage_bytes\":%lu,"
       "\"near_limit\":%lu,\"memory_dir\":\"", cg.found ? "true" : "false", cg.cpus,
       cg.limit_bytes, cg.usage_bytes, cg.near_limit);
-  for (const char *c = cg.memory_dir; *c; c++) /* a path: escape what JSON must */
-    out(&o, (*c == '"' || *c == '\\') ? "\\%c" : ((unsigned char)*c < 0x20 ? "?" : "%c"), *c);
-  out(&o, "\"}}");
+  out_string(&o, cg.memory_dir);
+  out(&o, "\"},\"pools\":[");
+  pool_out_t po = {&o, 0};
+  pool_foreach(out_pool, &po);
+  out(&o, "]}");
   return o.len;
 }
 
@@ -194,6 +221,13 @@ static void line(int fd, const char *fmt, ...) {
   size_t n = os_vformat(buf, sizeof(buf), fmt, ap);
   va_end(ap);
   os_write_all(fd, buf, n < sizeof(buf) ? n : sizeof(buf) - 1);
+}
+
+static void print_pool(const struct mm_pool_s *pool, const mm_pool_stats_t *s, void *arg) {
+  line(*(int *)arg, "pool \"%s\": %lu-byte objects, %lu live, %lu free, in %lu page blocks "
+       "(%lu KiB)\n", pool_name(pool), (unsigned long)s->object_size,
+       (unsigned long)(s->objects - s->free_objects), (unsigned long)s->free_objects,
+       (unsigned long)s->blocks, (unsigned long)(s->bytes >> 10));
 }
 
 void stats_print(int fd) {
@@ -234,4 +268,5 @@ void stats_print(int fd) {
     line(fd, "cgroup: CPU quota %u (0: none), memory limit %lu KiB, usage %lu KiB at the last "
          "look, %lu looks near the limit, %lu heap purges forced by it\n", cg.cpus,
          cg.limit_bytes >> 10, cg.usage_bytes >> 10, cg.near_limit, total.pressure_purges);
+  pool_foreach(print_pool, &fd);
 }

@@ -311,22 +311,25 @@ void thread_heap_census(uint32_t heap, thread_heap_census_t *c) {
   local_heap_foreach_page_locked(h, census_visit, c);
   c->pages_out = h->pages_out;
   c->pages_back = h->pages_back;
+  c->lent = h->lent_blocks;
   local_heap_unlock(h);
   thread_heap_registry_unlock_all();
 }
 
 /* No page lost, and the local heaps' page accounting adds up: a heap's
- * pages_out - pages_back is the number of its PAGE extents. */
+ * pages_out - pages_back is the number of its PAGE extents and of the
+ * page blocks it has lent out whole (POOL extents). */
 bool thread_heap_census_is_valid(char *why, size_t why_size) {
   for (uint32_t i = 0; i < mm_nheaps; i++) {
     thread_heap_census_t c;
     thread_heap_census(i, &c);
-    if (c.lost || c.pages_out - c.pages_back != c.pages) {
+    if (c.lost || c.pages_out - c.pages_back != c.pages + c.lent) {
       os_format(why, why_size,
                 "heap %u: %lu pages, %lu owned by live threads, %lu abandoned, %lu owned by "
-                "dead threads (lost); pages_out %lu - pages_back %lu",
+                "dead threads (lost), %lu page blocks lent; pages_out %lu - pages_back %lu",
                 i, (unsigned long)c.pages, (unsigned long)c.owned, (unsigned long)c.abandoned,
-                (unsigned long)c.lost, (unsigned long)c.pages_out, (unsigned long)c.pages_back);
+                (unsigned long)c.lost, (unsigned long)c.lent, (unsigned long)c.pages_out,
+                (unsigned long)c.pages_back);
       return false;
     }
   }

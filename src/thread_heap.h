@@ -175,6 +175,7 @@ typedef struct thread_heap_census_s {
   uint64_t abandoned; /* without owner, on an abandoned list */
   uint64_t lost;      /* owned by a dead thread heap: on no list (always 0) */
   uint64_t pages_out, pages_back; /* the local heap's counts */
+  uint64_t lent;                  /* its page blocks lent out whole (pool.h) */
 } thread_heap_census_t;
 void thread_heap_census(uint32_t heap, thread_heap_census_t *c);
 bool thread_heap_census_is_valid(char *why, size_t why_size);

@@ -1,0 +1,570 @@
+/* pool.c — object pools and raw page blocks: their slow paths, their page
+ * blocks, release and destroy, the threads' indices, fork, statistics and
+ * the checker.  The fast paths are inline in include/mmalloc.h
+ * (mm_pool_alloc, mm_pool_free); pool.h says how a pool's page block is
+ * laid out.
+ *
+ * Layer: pool (pool.h).
+ *
+ * A pool is one allocation of the page manager (a LARGE block, zeroed):
+ *   pool_t (the public struct mm_pool_s first), then MM_POOL_THREADS cache
+ *   lines, cache[i] the free list of the thread whose index is i.
+ * Index 0 is the threads without one (none was free, or a checked mode):
+ * its list stays empty and its limit 0, so both inline calls miss on it and
+ * such a thread works on the depot, under the pool's lock.
+ *
+ * Invariants (the pool's lock held, and no thread in an inline call on it;
+ * pool_is_valid checks them):
+ *   every object on the depot or a thread's list lies in a block of this
+ *   pool, at an object boundary below its block's xlimit, carries its
+ *   canary (address ^ key), and is on one list once;
+ *   depot_count and each cache's count are the lengths of their lists;
+ *   cache[0] is empty with limit 0; every other limit is the pool's limit,
+ *   or 0 in a checked mode;
+ *   the blocks are the POOL extents whose owner word names this pool;
+ *   carved == the sum of their xlimit / size; only the last block on the
+ *   list may have room left to carve.
+ * Objects handed out are the ones on no list: carved - free.
+ *
+ * Locking: a pool's spin lock (rank MM_RANK_POOL) over its depot, blocks
+ * and carving; the list of pools and the index bitmap under pools_lock
+ * (MM_RANK_POOL_LIST, below it); a local heap's lock (above both) for a
+ * block taken or given back.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "pool.h"
+
+typedef struct pool_s {
+  struct mm_pool_s pub; /* key, cache: what the inline calls read */
+  mm_spin_t lock;
+  uint32_t size;        /* object size */
+  uint32_t ndatablocks; /* per page block (without a guard) */
+  uint32_t capacity;    /* objects per page block */
+  uint32_t limit;       /* a thread's list limit */
+  uint64_t magic;
+  void *depot; /* free objects any thread may take */
+  uint64_t depot_count;
+  extent_list_t blocks; /* POOL extents, the one being carved last */
+  uint64_t nblocks;
+  uint64_t carved;      /* objects carved from all blocks */
+  uint32_t slow_calls;
+  uint32_t serial;      /* lock order at fork */
+  struct pool_s *next, *prev; /* every pool (pools_lock) */
+  char name[32];
+} pool_t;
+
+#define CACHE_OFFSET (((sizeof(pool_t) + MM_CACHE_LINE - 1) / MM_CACHE_LINE) * MM_CACHE_LINE)
+#define POOL_BYTES (CACHE_OFFSET + MM_POOL_THREADS * sizeof(mm_pool_cache_t))
+
+/* The layout the inline calls of include/mmalloc.h assume. */
+_Static_assert(sizeof(mm_pool_cache_t) == MM_CACHE_LINE, "a thread's list: one line");
+_Static_assert(MM_POOL_SLOT_SHIFT_ == MM_SLOT_SHIFT, "inline pool free: slot size");
+_Static_assert(MM_POOL_SLOTS_ == MM_SLOT_TABLE_SIZE, "inline pool free: slot table");
+_Static_assert(MM_POOL_MAP_OFFSET_ == MM_SLOT_MAP_OFFSET, "inline pool free: extent map");
+_Static_assert(MM_DATABLOCK_SHIFT == 12, "inline pool free: datablock size");
+_Static_assert(offsetof(mm_pool_block_line_, owner) == offsetof(extent_t, xowner_tid),
+               "inline pool free: owner word");
+_Static_assert(offsetof(mm_pool_block_line_, start) == offsetof(extent_t, page_start),
+               "inline pool free: start");
+_Static_assert(offsetof(mm_pool_block_line_, limit) == offsetof(extent_t, xlimit),
+               "inline pool free: limit");
+_Static_assert(offsetof(mm_pool_block_line_, magic) == offsetof(extent_t, magic),
+               "inline pool free: magic");
+_Static_assert(MM_POOL_THREADS <= 4096 && MM_POOL_THREADS % 64 == 0, "index bitmap");
+
+MM_EXPORT __thread unsigned mm_pool_thread_;
+
+static mm_mutex_t pools_lock = {PTHREAD_MUTEX_INITIALIZER,
+                                  {"pool list", MM_RANK_POOL_LIST, 0, 0}};
+static pool_t *pools;
+static uint32_t pools_serial;
+static uint64_t index_used[MM_POOL_THREADS / 64] = {1}; /* index 0: never handed out */
+static __thread bool index_none;                        /* none was free for this thread */
+
+static inline pool_t *pool_of(struct mm_pool_s *pub) { return (pool_t *)pub; }
+
+const char *pool_name(const struct mm_pool_s *pool) { return ((const pool_t *)pool)->name; }
+
+static MM_COLD MM_NORETURN void pool_fail(const char *call, const pool_t *pl, const char *what,
+                                          const void *p) {
+  if (pl) os_fatal("mmalloc: %s(): pool \"%s\": %s %p\n", call, pl->name, what, p);
+  os_fatal("mmalloc: %s(): %s %p\n", call, what, p);
+}
+
+/* ---- threads' indices ------------------------------------------------------------- */
+
+/* The calling thread's index, taken on its first pool call (0: none free). */
+static unsigned thread_index(void) {
+  unsigned i = mm_pool_thread_;
+  if (likely(i) || index_none) return i;
+  mutex_lock(&pools_lock);
+  for (unsigned w = 0; w < MM_POOL_THREADS / 64 && !i; w++) {
+    if (~index_used[w]) {
+      unsigned b = (unsigned)__builtin_ctzll(~index_used[w]);
+      index_used[w] |= (uint64_t)1 << b;
+      i = w * 64 + b;
+    }
+  }
+  mutex_unlock(&pools_lock);
+  if (!i) index_none = true;
+  mm_pool_thread_ = i;
+  return i;
+}
+
+void pool_thread_exit(void) {
+  unsigned i = mm_pool_thread_;
+  index_none = false;
+  if (!i) return;
+  mm_pool_thread_ = 0;
+  mutex_lock(&pools_lock);
+  index_used[i / 64] &= ~((uint64_t)1 << (i % 64));
+  mutex_unlock(&pools_lock);
+}
+
+/* ---- page blocks -------------------------------------------------------------------- */
+
+typedef struct claim_arg_s {
+  pool_t *pool; /* NULL: a raw page block */
+} claim_arg_t;
+
+/* Under the lock of the block's home heap (local_heap_take_page_block). */
+static void claim_block(extent_t *e, void *arg) {
+  pool_t *pl = ((claim_arg_t *)arg)->pool;
+  e->kind = MM_EXTENT_POOL;
+  e->free = e->local_free = NULL;
+  e->used = 0;
+  e->page_start = e->node.start;
+  e->block_size = pl ? pl->size : 0;
+  e->magic = pl ? pl->magic : 0;
+  e->capacity = pl ? pl->capacity : 0;
+  e->reserved = 0;
+  e->flags &= MM_EXTENT_GUARD;
+  e->next = e->prev = NULL;
+  atomic_store_relaxed(&e->xlimit, 0);
+  atomic_store_relaxed(&e->xowner, NULL);
+  atomic_store_relaxed(&e->xowner_tid, (uintptr_t)pl | MM_OWNER_POOL);
+  local_heap_lend_locked(local_heap_of_extent(e), e);
+}
+
+/* The POOL extent that holds p, or NULL (any thread; no lock). */
+static extent_t *pool_block_at(const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  if (slot_table_entry(a) != MM_SLOT_HEAP) return NULL;
+  extent_t *e = region_extent_at(slot_of_address(a), a);
+  return e && e->kind == MM_EXTENT_POOL ? e : NULL;
+}
+
+void *page_block_alloc(size_t size, local_heap_t *h) {
+  if (size == 0 || size > MM_PAGE_BLOCK_MAX) {
+    errno = EINVAL;
+    return NULL;
+  }
+  claim_arg_t arg = {NULL};
+  size_t n = (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
+  extent_t *e = local_heap_take_page_block(h, n, 0, claim_block, &arg);
+  if (!e) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return (void *)e->node.start;
+}
+
+void page_block_free(void *p) {
+  if (!p) return;
+  extent_t *e = pool_block_at(p);
+  if (!e || atomic_load_relaxed(&e->xowner_tid) != MM_OWNER_POOL || (uintptr_t)p != e->node.start)
+    pool_fail("mm_page_block_free", NULL,
+              e ? "invalid pointer (inside a page block, or an object of a pool)"
+                : "invalid pointer (not a page block, or already freed)",
+              p);
+  local_heap_unlend(e);
+}
+
+/* ---- carving ------------------------------------------------------------------------- */
+
+/* Up to want objects carved from the pool's last block (a new one when it
+ * is full), linked into a chain whose head is returned, each with its
+ * canary; *got says how many.  NULL (errno ENOMEM): no block to be had.
+ * The pool's lock held. */
+static void *carve(pool_t *pl, local_heap_t *h, uint32_t want, uint32_t *got) {
+  extent_t *e = pl->blocks.last;
+  uint64_t limit = e ? atomic_load_relaxed(&e->xlimit) : 0;
+  if (!e || limit == (uint64_t)pl->capacity * pl->size) {
+    claim_arg_t arg = {pl};
+    e = local_heap_take_page_block(h, pl->ndatablocks, 0, claim_block, &arg);
+    if (!e) {
+      errno = ENOMEM;
+      *got = 0;
+      return NULL;
+    }
+    extent_list_push_back(&pl->blocks, e);
+    pl->nblocks++;
+    limit = 0;
+  }
+  uint32_t left = pl->capacity - (uint32_t)(limit / pl->size);
+  uint32_t n = want < left ? want : left;
+  uintptr_t first = e->page_start + limit, key = pl->pub.key;
+  for (uint32_t k = 0; k < n; k++) {
+    uintptr_t *o = (uintptr_t *)(first + (uintptr_t)k * pl->size);
+    o[0] = k + 1 < n ? (uintptr_t)o + pl->size : 0;
+    o[1] = (uintptr_t)o ^ key;
+  }
+  atomic_store_relaxed(&e->xlimit, limit + (uint64_t)n * pl->size);
+  pl->carved += n;
+  *got = n;
+  return (void *)first;
+}
+
+/* ---- the checked modes (secure: fill on free, check on reuse) ----------------------- */
+
+#define FILL_WORD 0xDFDFDFDFDFDFDFDFull
+
+static void fill_free(const pool_t *pl, uintptr_t *o) {
+  if (!options.secure) return;
+  for (size_t w = 2; w < pl->size / 8; w++) o[w] = options.zero_on_free ? 0 : FILL_WORD;
+}
+
+static void check_unwritten(const pool_t *pl, const uintptr_t *o) {
+  if (!options.secure) return;
+  uint64_t f = options.zero_on_free ? 0 : FILL_WORD;
+  for (size_t w = 2; w < pl->size / 8; w++)
+    if (o[w] != f)
+      os_fatal("mmalloc: mm_pool_alloc(): pool \"%s\": object %p was written after it was freed "
+               "(byte %zu changed)\n", pl->name, (const void *)o, w * 8);
+}
+
+/* ---- create, release, destroy ------------------------------------------------------------ */
+
+struct mm_pool_s *pool_create(const mm_pool_options_t *o, local_heap_t *h) {
+  if (!o || o->object_size == 0 || o->object_size > MM_SMALL_MAX ||
+      (o->alignment & (o->alignment - 1)) || o->alignment > MM_DATABLOCK_SIZE) {
+    errno = EINVAL;
+    return NULL;
+  }
+  size_t align = o->alignment > 8 ? o->alignment : 8;
+  size_t size = o->object_size < 16 ? 16 : o->object_size;
+  size = (size + align - 1) & ~(align - 1); /* still <= MM_SMALL_MAX: align divides it */
+  pool_t *pl = local_heap_alloc_large(h, POOL_BYTES, MM_CACHE_LINE, true, false);
+  if (!pl) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  const size_class_t *sc = &mm_size_classes[size_class_of_slow(size)];
+  pl->size = (uint32_t)size;
+  pl->ndatablocks = sc->ndatablocks;
+  pl->capacity = (uint32_t)(((size_t)sc->ndatablocks << MM_DATABLOCK_SHIFT) / size);
+  pl->magic = UINT64_MAX / size + 1;
+  pl->limit = pl->capacity < 16 ? 16 : (pl->capacity > 4096 ? 4096 : pl->capacity);
+  pl->pub.key = mm_canary_key;
+  pl->pub.cache = (mm_pool_cache_t *)((char *)pl + CACHE_OFFSET);
+  for (unsigned i = 1; i < MM_POOL_THREADS; i++) pl->pub.cache[i].limit = mm_slow_only ? 0 : pl->limit;
+  const char *name = o->name ? o->name : "pool";
+  size_t len = strnlen(name, sizeof(pl->name) - 1);
+  memcpy(pl->name, name, len);
+  pl->name[len] = 0;
+  mutex_lock(&pools_lock);
+  pl->serial = ++pools_serial;
+  spin_init(&pl->lock, "pool", MM_RANK_POOL, pl->serial);
+  pl->next = pools;
+  if (pools) pools->prev = pl;
+  pools = pl;
+  mutex_unlock(&pools_lock);
+  /* the reserve: carved now, onto the depot */
+  for (size_t want = o->reserve; want > 0;) {
+    spin_lock(&pl->lock);
+    uint32_t got;
+    void *chain = carve(pl, h, want > pl->capacity ? pl->capacity : (uint32_t)want, &got);
+    if (chain) {
+      uintptr_t *tail = chain;
+      while (tail[0]) tail = (uintptr_t *)tail[0];
+      tail[0] = (uintptr_t)pl->depot;
+      pl->depot = chain;
+      pl->depot_count += got;
+    }
+    spin_unlock(&pl->lock);
+    if (!chain) {
+      pool_destroy(&pl->pub);
+      errno = ENOMEM;
+      return NULL;
+    }
+    want -= got;
+  }
+  return &pl->pub;
+}
+
+/* Every object of the pool dropped, every block back to the page manager.
+ * The pool's lock held. */
+static void drop_all(pool_t *pl) {
+  for (unsigned i = 0; i < MM_POOL_THREADS; i++) {
+    pl->pub.cache[i].free = NULL;
+    pl->pub.cache[i].count = 0;
+  }
+  pl->depot = NULL;
+  pl->depot_count = 0;
+  extent_t *e;
+  while ((e = pl->blocks.first) != NULL) {
+    extent_list_remove(&pl->blocks, e);
+    local_heap_unlend(e);
+  }
+  pl->nblocks = 0;
+  pl->carved = 0;
+}
+
+static void null_pool(const char *call) { os_fatal("mmalloc: %s(): NULL pool\n", call); }
+
+void pool_release(struct mm_pool_s *pub) {
+  if (!pub) null_pool("mm_pool_release");
+  pool_t *pl = pool_of(pub);
+  MM_CHECK(1, "pool", pool_is_valid(pub, MM_WHY));
+  spin_lock(&pl->lock);
+  drop_all(pl);
+  spin_unlock(&pl->lock);
+}
+
+void pool_destroy(struct mm_pool_s *pub) {
+  if (!pub) null_pool("mm_pool_destroy");
+  pool_t *pl = pool_of(pub);
+  MM_CHECK(1, "pool", pool_is_valid(pub, MM_WHY));
+  mutex_lock(&pools_lock);
+  if (pl->prev) pl->prev->next = pl->next; else pools = pl->next;
+  if (pl->next) pl->next->prev = pl->prev;
+  mutex_unlock(&pools_lock);
+  spin_lock(&pl->lock);
+  drop_all(pl);
+  spin_unlock(&pl->lock);
+  pl->pub.key = 0;
+  pl->pub.cache = NULL; /* a late inline call faults at once, not later */
+  uintptr_t a = (uintptr_t)pl;
+  local_heap_free_large(region_extent_at(slot_of_address(a), a), false);
+}
+
+/* ---- the slow paths -------------------------------------------------------------------- */
+
+/* An object for a thread whose list is empty (or that has none): from the
+ * depot, else carved; the thread's list gets up to half a limit more. */
+void *pool_alloc_slow(struct mm_pool_s *pub, local_heap_t *h) {
+  if (!pub) null_pool("mm_pool_alloc");
+  pool_t *pl = pool_of(pub);
+  unsigned i = mm_slow_only ? 0 : thread_index();
+  mm_pool_cache_t *c = &pub->cache[i];
+  if (c->free) { /* an index taken just now, with the list an exited thread left */
+    uintptr_t *o = c->free;
+    c->free = (void *)o[0];
+    c->count--;
+    check_unwritten(pl, o);
+    o[1] = 0;
+    return o;
+  }
+  uint32_t want = i ? pl->limit / 2 : 1;
+  spin_lock(&pl->lock);
+  if (unlikely(++pl->slow_calls % 256 == 0)) {
+    spin_unlock(&pl->lock);
+    MM_CHECK(3, "pool", pool_is_valid(pub, MM_WHY));
+    spin_lock(&pl->lock);
+  }
+  uintptr_t *chain = NULL;
+  uint32_t got = 0;
+  if (pl->depot) {
+    chain = pl->depot;
+    uintptr_t *tail = chain;
+    for (got = 1; got < want && tail[0]; got++) tail = (uintptr_t *)tail[0];
+    pl->depot = (void *)tail[0];
+    pl->depot_count -= got;
+    tail[0] = 0;
+  } else {
+    chain = carve(pl, h, want, &got);
+  }
+  spin_unlock(&pl->lock);
+  if (!chain) return NULL; /* errno ENOMEM: carve */
+  if (got > 1) { /* the rest onto the thread's list (empty, or we would not be here) */
+    c->free = (void *)chain[0];
+    c->count = got - 1;
+  }
+  check_unwritten(pl, chain);
+  chain[1] = 0;
+  return chain;
+}
+
+/* Check p as an object of the pool that may be freed now, or abort. */
+static void check_free(const pool_t *pl, const void *p) {
+  extent_t *e = pool_block_at(p);
+  if (!e) {
+    uintptr_t a = (uintptr_t)p;
+    pool_fail("mm_pool_free", pl,
+              slot_table_entry(a) == MM_SLOT_NONE
+                  ? "invalid pointer (not from a pool, or already released)"
+                  : "invalid pointer (not an object of a pool: from malloc?)",
+              p);
+  }
+  struct mm_pool_s *owner = pool_of_block(e);
+  if (owner != &pl->pub) {
+    if (!owner) pool_fail("mm_pool_free", pl, "invalid pointer (inside a page block)", p);
+    os_fatal("mmalloc: mm_pool_free(): pool \"%s\": invalid pointer (an object of pool \"%s\") "
+             "%p\n", pl->name, pool_name(owner), p);
+  }
+  uint64_t off = (uintptr_t)p - e->page_start;
+  if (!page_offset_at_block(e, off)) pool_fail("mm_pool_free", pl, "invalid pointer (inside an object)", p);
+  if (!page_offset_carved(e, off)) pool_fail("mm_pool_free", pl, "invalid pointer (never allocated)", p);
+  if (((const uintptr_t *)p)[1] == ((uintptr_t)p ^ pl->pub.key))
+    pool_fail("mm_pool_free", pl, "double free of", p);
+}
+
+/* A free the inline call did not finish: a NULL pool or pointer, a
+ * pointer that failed a check, a thread without a list, a full list. */
+void pool_free_slow(struct mm_pool_s *pub, void *p) {
+  if (!pub) os_fatal("mmalloc: mm_pool_free(): NULL pool (freeing %p)\n", p);
+  if (!p) return;
+  pool_t *pl = pool_of(pub);
+  check_free(pl, p);
+  uintptr_t *o = p;
+  unsigned i = mm_slow_only ? 0 : thread_index();
+  mm_pool_cache_t *c = &pub->cache[i];
+  fill_free(pl, o);
+  o[1] = (uintptr_t)p ^ pub->key;
+  if (i && c->count < c->limit) { /* cannot happen but after a check that failed */
+    o[0] = (uintptr_t)c->free;
+    c->free = o;
+    c->count++;
+    return;
+  }
+  /* The list is full: its first half stays, o and the rest go to the
+   * depot (or, for a thread without a list, o alone). */
+  uintptr_t *tail = o;
+  uint64_t n = 1;
+  if (i) {
+    uint64_t keep = c->count / 2;
+    uintptr_t *rest = c->free;
+    if (keep) {
+      uintptr_t *cut = rest;
+      for (uint64_t k = 1; k < keep; k++) cut = (uintptr_t *)cut[0];
+      rest = (uintptr_t *)cut[0];
+      cut[0] = 0;
+    } else {
+      c->free = NULL;
+    }
+    o[0] = (uintptr_t)rest;
+    for (; tail[0]; tail = (uintptr_t *)tail[0]) n++;
+    c->count = keep;
+  } else {
+    o[0] = 0;
+  }
+  spin_lock(&pl->lock);
+  tail[0] = (uintptr_t)pl->depot;
+  pl->depot = o;
+  pl->depot_count += n;
+  spin_unlock(&pl->lock);
+}
+
+/* ---- statistics and the checker ----------------------------------------------------------- */
+
+int pool_stats(const struct mm_pool_s *pub, mm_pool_stats_t *out) {
+  if (!pub || !out) return EINVAL;
+  pool_t *pl = (pool_t *)pub;
+  spin_lock(&pl->lock);
+  uint64_t free_objects = pl->depot_count;
+  for (unsigned i = 0; i < MM_POOL_THREADS; i++)
+    free_objects += __atomic_load_n(&pub->cache[i].count, __ATOMIC_RELAXED);
+  out->object_size = pl->size;
+  out->blocks = pl->nblocks;
+  out->bytes = pl->nblocks * ((size_t)pl->ndatablocks << MM_DATABLOCK_SHIFT);
+  out->objects = pl->carved;
+  out->free_objects = free_objects;
+  spin_unlock(&pl->lock);
+  return 0;
+}
+
+void pool_foreach(void (*visit)(const struct mm_pool_s *, const mm_pool_stats_t *, void *),
+                  void *arg) {
+  mutex_lock(&pools_lock);
+  for (pool_t *pl = pools; pl; pl = pl->next) {
+    mm_pool_stats_t s;
+    pool_stats(&pl->pub, &s);
+    visit(&pl->pub, &s, arg);
+  }
+  mutex_unlock(&pools_lock);
+}
+
+static bool chain_is_valid(pool_t *pl, const uintptr_t *head, uint64_t want, const char *what,
+                           unsigned i, char *why, size_t why_size) {
+  uint64_t n = 0;
+  for (const uintptr_t *o = head; o; o = (const uintptr_t *)o[0]) {
+    extent_t *e = pool_block_at(o);
+    uint64_t off = e ? (uintptr_t)o - e->page_start : 0;
+    if (!e || pool_of_block(e) != &pl->pub || !page_offset_at_block(e, off) ||
+        !page_offset_carved(e, off) || o[1] != ((uintptr_t)o ^ pl->pub.key)) {
+      os_format(why, why_size, "pool \"%s\": %s %u holds %p, not a free object of the pool",
+                pl->name, what, i, (const void *)o);
+      return false;
+    }
+    if (++n > pl->carved) {
+      os_format(why, why_size, "pool \"%s\": %s %u has a cycle", pl->name, what, i);
+      return false;
+    }
+  }
+  if (n != want) {
+    os_format(why, why_size, "pool \"%s\": %s %u holds %lu objects, its count says %lu",
+              pl->name, what, i, (unsigned long)n, (unsigned long)want);
+    return false;
+  }
+  return true;
+}
+
+bool pool_is_valid(struct mm_pool_s *pub, char *why, size_t why_size) {
+  pool_t *pl = pool_of(pub);
+  spin_lock(&pl->lock);
+  bool ok = chain_is_valid(pl, pl->depot, pl->depot_count, "depot", 0, why, why_size);
+  mm_pool_cache_t *c0 = &pub->cache[0];
+  if (ok && (c0->free || c0->count || c0->limit)) {
+    os_format(why, why_size, "pool \"%s\": list 0 is not empty", pl->name);
+    ok = false;
+  }
+  for (unsigned i = 1; ok && i < MM_POOL_THREADS; i++)
+    ok = chain_is_valid(pl, pub->cache[i].free, pub->cache[i].count, "list", i, why, why_size);
+  uint64_t carved = 0, n = 0;
+  for (extent_t *e = pl->blocks.first; ok && e; e = e->next, n++) {
+    uint64_t limit = atomic_load_relaxed(&e->xlimit);
+    if (e->kind != MM_EXTENT_POOL || pool_of_block(e) != pub || limit % pl->size ||
+        limit > (uint64_t)pl->capacity * pl->size ||
+        (e->next && limit != (uint64_t)pl->capacity * pl->size)) {
+      os_format(why, why_size, "pool \"%s\": block %p is not one of its full blocks", pl->name,
+                (void *)e->node.start);
+      ok = false;
+    }
+    carved += limit / pl->size;
+  }
+  if (ok && (carved != pl->carved || n != pl->nblocks)) {
+    os_format(why, why_size, "pool \"%s\": %lu objects in %lu blocks, counted %lu in %lu",
+              pl->name, (unsigned long)carved, (unsigned long)n, (unsigned long)pl->carved,
+              (unsigned long)pl->nblocks);
+    ok = false;
+  }
+  spin_unlock(&pl->lock);
+  return ok;
+}
+
+/* ---- fork ----------------------------------------------------------------------------------- */
+
+void pool_fork_prepare(void) {
+  mutex_lock_ordered(&pools_lock);
+  /* newest first on the list: take them in serial order, oldest first */
+  pool_t *last = pools;
+  while (last && last->next) last = last->next;
+  for (pool_t *pl = last; pl; pl = pl->prev) spin_lock_ordered(&pl->lock);
+}
+
+void pool_fork_parent(void) {
+  for (pool_t *pl = pools; pl; pl = pl->next) spin_unlock(&pl->lock);
+  mutex_unlock(&pools_lock);
+}
+
+/* The child: one thread, whose index is the only one in use. */
+void pool_fork_child(void) {
+  for (pool_t *pl = pools; pl; pl = pl->next) spin_reset(&pl->lock);
+  mutex_reinit(&pools_lock);
+  memset(index_used, 0, sizeof(index_used));
+  index_used[0] = 1;
+  unsigned i = mm_pool_thread_;
+  if (i) index_used[i / 64] |= (uint64_t)1 << (i % 64);
+}

@@ -1,0 +1,79 @@
+/* pool.h — object pools (mm_pool_*) and raw page blocks (mm_page_block_*):
+ * what the rest of the allocator needs to know of them (pool.c).
+ *
+ * Layer: pool (above the page layer; below the thread heaps, which it does
+ * not know: the api wraps each call so that the process and the calling
+ * thread are set up first).
+ *
+ * A pool's memory is page blocks taken from the local heaps' page manager
+ * (local_heap_take_page_block, as a thread heap takes one for a page) and
+ * turned into extents of kind POOL: objects of one size from the block's
+ * start, carved in batches, no header anywhere.  Line 0 of a POOL extent's
+ * descriptor is laid out like a PAGE's where the inline mm_pool_free reads
+ * it (include/mmalloc.h: mm_pool_block_line_):
+ *   xowner_tid  (uintptr_t)pool | MM_OWNER_POOL; a raw page block: the tag
+ *               alone.  No thread id has that bit, so the malloc free fast
+ *               path always misses on it and free() reports the pointer;
+ *   page_start  the first object (== node.start);
+ *   xlimit      bytes carved so far (written under the pool's lock);
+ *   magic       ceil(2^64 / object size): the divisibility test of page.h;
+ *   block_size  the object size;
+ *   xowner      NULL (a pool is not a thread heap);
+ *   next/prev   the pool's list of its blocks (the pool's lock).
+ * A block comes back to the page manager whole (mm_pool_release,
+ * mm_pool_destroy, mm_page_block_free): into the page cache, where a
+ * thread heap or another pool takes it while it is still resident.
+ */
+#ifndef MM_POOL_H
+#define MM_POOL_H
+
+#include "local_heap.h"
+#include "mmalloc.h"
+#include "page.h"
+
+MM_HIDDEN_BEGIN
+
+#define MM_OWNER_POOL ((uintptr_t)4)
+_Static_assert(MM_OWNER_POOL == MM_POOL_OWNER_TAG_, "the inline pool free's owner tag");
+_Static_assert((MM_OWNER_POOL & (MM_OWNER_FULL | MM_OWNER_SLOW)) == 0, "a tag of its own");
+/* A raw page block (mm_page_block_alloc) is the largest a pool's page
+ * block may be, too. */
+#define MM_PAGE_BLOCK_MAX ((size_t)64 << 20)
+
+/* The pool (NULL for a raw page block) whose extent e is; e->kind == POOL. */
+MM_INLINE struct mm_pool_s *pool_of_block(const extent_t *e) {
+  return (struct mm_pool_s *)(atomic_load_relaxed(&e->xowner_tid) & ~MM_OWNER_POOL);
+}
+/* The pool's name, for messages (its lock not needed: const). */
+const char *pool_name(const struct mm_pool_s *pool);
+
+/* The calls behind the public ones (the api has set up the process and
+ * the calling thread first); h: the calling thread's local heap. */
+struct mm_pool_s *pool_create(const mm_pool_options_t *options, local_heap_t *h);
+void *pool_alloc_slow(struct mm_pool_s *pool, local_heap_t *h);
+void pool_free_slow(struct mm_pool_s *pool, void *p);
+void pool_release(struct mm_pool_s *pool);
+void pool_destroy(struct mm_pool_s *pool);
+int pool_stats(const struct mm_pool_s *pool, mm_pool_stats_t *out);
+void *page_block_alloc(size_t size, local_heap_t *h);
+void page_block_free(void *p);
+/* Does the calling thread need an index (and so thread-exit handling)? */
+MM_INLINE bool pool_thread_has_index(void) { return mm_pool_thread_ != 0; }
+
+/* Thread exit: the thread's index goes back (its free lists stay in the
+ * pools, for the next thread that gets the index). */
+void pool_thread_exit(void);
+/* fork: every pool lock taken (after the thread heaps', before the local
+ * heaps'), then released, or reset in the child. */
+void pool_fork_prepare(void);
+void pool_fork_parent(void);
+void pool_fork_child(void);
+/* visit(pool, stats, arg) for every pool (statistics). */
+void pool_foreach(void (*visit)(const struct mm_pool_s *pool, const mm_pool_stats_t *s, void *arg),
+                  void *arg);
+/* The pool's depot, blocks and counts (its lock taken here). */
+bool pool_is_valid(struct mm_pool_s *pool, char *why, size_t why_size);
+
+MM_HIDDEN_END
+
+#endif

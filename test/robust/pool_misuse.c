@@ -1,0 +1,214 @@
+/* pool_misuse.c — bad pointers and bad pools given to the pool and page
+ * block calls, and pool objects given to free(): one clear line, then
+ * abort().
+ *
+ * Each case runs in a forked child, which must die by SIGABRT with exactly
+ * one line on stderr, "mmalloc: CALL(): ... WHAT ... 0xHEX", naming the
+ * call, the pool (for mm_pool_free: pool "NAME"), what is wrong, and the
+ * pointer passed; a NULL pool gives "mmalloc: CALL(): NULL pool".  Then,
+ * in this process, the bad inputs that are not errors: mm_pool_free(pool,
+ * NULL) and mm_page_block_free(NULL) do nothing.
+ *
+ * usage: robust_pool_misuse         every case, each in a child
+ *        robust_pool_misuse CASE    one case here (shows the message)
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+
+#include "api/harness.h"
+#include "check.h"
+#include "mmalloc.h"
+
+typedef struct case_s {
+  const char *name;
+  const char *call; /* '|'-separated: what the line may name */
+  const char *what; /* a part of the line */
+} case_t;
+
+static const case_t cases[] = {
+    {"malloc-object", "mm_pool_free", "pool \"tri\": invalid pointer (not an object of a pool"},
+    {"other-pool", "mm_pool_free", "pool \"tri\": invalid pointer (an object of pool \"pts\")"},
+    {"inside", "mm_pool_free", "pool \"tri\": invalid pointer (inside an object)"},
+    {"never-allocated", "mm_pool_free", "pool \"tri\": invalid pointer (never allocated)"},
+    {"double-free", "mm_pool_free", "pool \"tri\": double free of"},
+    {"double-free-later", "mm_pool_free", "pool \"tri\": double free of"},
+    {"stack", "mm_pool_free", "pool \"tri\": invalid pointer (not from a pool"},
+    {"released", "mm_pool_free", "pool \"tri\": invalid pointer"},
+    {"page-block", "mm_pool_free", "pool \"tri\": invalid pointer (inside a page block)"},
+    {"free-object", "free", "invalid pointer (an object of pool \"tri\": use mm_pool_free)"},
+    {"realloc-object", "realloc", "invalid pointer (an object of pool \"tri\": use mm_pool_free)"},
+    {"usable-object", "malloc_usable_size", "invalid pointer (an object of pool \"tri\""},
+    {"free-page-block", "free", "invalid pointer (in a page block: use mm_page_block_free)"},
+    {"block-free-malloc", "mm_page_block_free", "invalid pointer (not a page block"},
+    {"block-free-inside", "mm_page_block_free", "invalid pointer (inside a page block"},
+    {"block-free-object", "mm_page_block_free", "invalid pointer (inside a page block, or an object of a pool)"},
+    {"block-free-twice", "mm_page_block_free", "invalid pointer"},
+    {"null-pool-alloc", "mm_pool_alloc", NULL},
+    {"null-pool-free", "mm_pool_free", NULL},
+    {"null-pool-release", "mm_pool_release", NULL},
+    {"null-pool-destroy", "mm_pool_destroy", NULL},
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+static void report(const void *p) {
+  printf("pointer %p\n", p);
+  fflush(stdout);
+}
+
+static void run_case(void *arg) {
+  const case_t *c = arg;
+  printf("case %s\n", c->name);
+  fflush(stdout);
+  mm_pool_options_t to = {.object_size = 56, .name = "tri"};
+  mm_pool_options_t po = {.object_size = 24, .name = "pts"};
+  mm_pool_t *tri = mm_pool_create(&to), *pts = mm_pool_create(&po);
+  if (!tri || !pts) _exit(3);
+  char *t = mm_pool_alloc(tri), *t2 = mm_pool_alloc(tri);
+  if (!t || !t2) _exit(3);
+  const char *n = c->name;
+  void *p = NULL;
+  if (!strcmp(n, "malloc-object")) {
+    p = malloc(56);
+    report(p);
+    mm_pool_free(tri, opaque_ptr(p));
+  } else if (!strcmp(n, "other-pool")) {
+    p = mm_pool_alloc(pts);
+    report(p);
+    mm_pool_free(tri, opaque_ptr(p));
+  } else if (!strcmp(n, "inside")) {
+    report(t + 8);
+    mm_pool_free(tri, opaque_ptr(t + 8));
+  } else if (!strcmp(n, "never-allocated")) {
+    /* t is the first object of the pool's first block (64 KiB, 1170
+     * objects, carved 585 at a time): object 1000 is not carved yet */
+    p = t + 56 * 1000;
+    report(p);
+    mm_pool_free(tri, opaque_ptr(p));
+  } else if (!strcmp(n, "double-free")) {
+    mm_pool_free(tri, t);
+    report(t);
+    mm_pool_free(tri, opaque_ptr(t));
+  } else if (!strcmp(n, "double-free-later")) {
+    mm_pool_free(tri, t);
+    for (int i = 0; i < 5000; i++) mm_pool_free(tri, mm_pool_alloc(pts) ? mm_pool_alloc(tri) : NULL);
+    /* t may have been handed out again: free what is surely free twice */
+    mm_pool_free(tri, t2);
+    report(t2);
+    mm_pool_free(tri, opaque_ptr(t2));
+  } else if (!strcmp(n, "stack")) {
+    char stack[64];
+    report(stack + 16);
+    mm_pool_free(tri, opaque_ptr(stack + 16));
+  } else if (!strcmp(n, "released")) {
+    mm_pool_release(tri);
+    report(t);
+    mm_pool_free(tri, opaque_ptr(t));
+  } else if (!strcmp(n, "page-block")) {
+    p = mm_page_block_alloc(8192);
+    report(p);
+    mm_pool_free(tri, opaque_ptr(p));
+  } else if (!strcmp(n, "free-object")) {
+    report(t);
+    free(opaque_ptr(t));
+  } else if (!strcmp(n, "realloc-object")) {
+    report(t);
+    p = realloc(opaque_ptr(t), 100);
+  } else if (!strcmp(n, "usable-object")) {
+    report(t);
+    printf("usable %zu\n", malloc_usable_size(opaque_ptr(t)));
+  } else if (!strcmp(n, "free-page-block")) {
+    p = mm_page_block_alloc(8192);
+    report(p);
+    free(opaque_ptr(p));
+  } else if (!strcmp(n, "block-free-malloc")) {
+    p = malloc(100);
+    report(p);
+    mm_page_block_free(opaque_ptr(p));
+  } else if (!strcmp(n, "block-free-inside")) {
+    p = (char *)mm_page_block_alloc(3 * 4096) + 4096;
+    report(p);
+    mm_page_block_free(opaque_ptr(p));
+  } else if (!strcmp(n, "block-free-object")) {
+    report(t);
+    mm_page_block_free(opaque_ptr(t));
+  } else if (!strcmp(n, "block-free-twice")) {
+    p = mm_page_block_alloc(4096);
+    mm_page_block_free(p);
+    report(p);
+    mm_page_block_free(opaque_ptr(p));
+  } else if (!strcmp(n, "null-pool-alloc")) {
+    report(NULL);
+    p = mm_pool_alloc(opaque_ptr(NULL));
+  } else if (!strcmp(n, "null-pool-free")) {
+    report(t);
+    mm_pool_free(opaque_ptr(NULL), t);
+  } else if (!strcmp(n, "null-pool-release")) {
+    report(NULL);
+    mm_pool_release(opaque_ptr(NULL));
+  } else if (!strcmp(n, "null-pool-destroy")) {
+    report(NULL);
+    mm_pool_destroy(opaque_ptr(NULL));
+  }
+  printf("survived %p\n", p);
+}
+
+static child_t child;
+
+static void check_case(const case_t *c) {
+  child_run(&child, run_case, (void *)c);
+  void *passed = NULL;
+  char why[512] = "";
+  bool ok;
+  const char *at = strstr(child.out, "pointer ");
+  if (WIFEXITED(child.status) && WEXITSTATUS(child.status) == 3) {
+    snprintf(why, sizeof(why), "could not set the case up");
+    ok = false;
+  } else if (!at || sscanf(at, "pointer %p", &passed) != 1) {
+    snprintf(why, sizeof(why), "the case did not get as far as the call");
+    ok = false;
+  } else if (!child_aborted(&child)) {
+    snprintf(why, sizeof(why), "the child was not killed by SIGABRT");
+    ok = false;
+  } else if (!c->what) { /* a NULL pool */
+    char want[128];
+    snprintf(want, sizeof(want), "mmalloc: %s(): NULL pool", c->call);
+    ok = strncmp(child.err, want, strlen(want)) == 0 && strchr(child.err, '\n') &&
+         strchr(child.err, '\n')[1] == 0;
+    if (!ok) snprintf(why, sizeof(why), "expected one line starting \"%s\"", want);
+  } else {
+    ok = bad_pointer_line(child.err, c->call, c->what, passed, why, sizeof(why));
+  }
+  if (!ok) {
+    fprintf(stderr, "FAIL case %s: %s\n", c->name, why);
+    child_describe(&child, c->name);
+  }
+  char name[128];
+  snprintf(name, sizeof(name), "pool misuse case %s", c->name);
+  CHECK(name, ok);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) {
+    for (size_t i = 0; i < NCASES; i++)
+      if (!strcmp(cases[i].name, argv[1])) {
+        run_case((void *)&cases[i]);
+        return 0;
+      }
+    fprintf(stderr, "no case %s\n", argv[1]);
+    return 2;
+  }
+  for (size_t i = 0; i < NCASES; i++) check_case(&cases[i]);
+  /* not errors */
+  mm_pool_options_t o = {.object_size = 32, .name = "ok"};
+  mm_pool_t *pool = mm_pool_create(&o);
+  CHECK("create", pool != NULL);
+  if (pool) {
+    mm_pool_free(pool, NULL);
+    void *x = mm_pool_alloc(pool);
+    CHECK("the pool works after mm_pool_free(pool, NULL)", x != NULL);
+    mm_pool_free(pool, x);
+    mm_pool_destroy(pool);
+  }
+  mm_page_block_free(NULL);
+  return check_summary("robust_pool_misuse");
+}
