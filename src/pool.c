@@ -49,8 +49,9 @@ typedef struct pool_s {
   extent_list_t blocks; /* POOL extents, the one being carved last */
   uint64_t nblocks;
   uint64_t carved;      /* objects carved from all blocks */
-  uint32_t slow_calls;
+  uint32_t slow_calls;  /* the allocation slow path's, under the lock: checker cadence */
   uint32_t serial;      /* lock order at fork */
+  _Atomic(uint64_t) xslow; /* every slow call (statistics) */
   struct pool_s *next, *prev; /* every pool (pools_lock) */
   char name[32];
 } pool_t;
@@ -72,6 +73,7 @@ _Static_assert(offsetof(mm_pool_block_line_, limit) == offsetof(extent_t, xlimit
                "inline pool free: limit");
 _Static_assert(offsetof(mm_pool_block_line_, magic) == offsetof(extent_t, magic),
                "inline pool free: magic");
+_Static_assert(sizeof(mm_xslot_table[0]) == 1, "inline pool free: one byte per slot");
 _Static_assert(MM_POOL_THREADS <= 4096 && MM_POOL_THREADS % 64 == 0, "index bitmap");
 
 MM_EXPORT __thread unsigned mm_pool_thread_;
@@ -259,6 +261,7 @@ struct mm_pool_s *pool_create(const mm_pool_options_t *o, local_heap_t *h) {
   pl->limit = pl->capacity < 16 ? 16 : (pl->capacity > 4096 ? 4096 : pl->capacity);
   pl->pub.key = mm_canary_key;
   pl->pub.cache = (mm_pool_cache_t *)((char *)pl + CACHE_OFFSET);
+  pl->pub.slot_kinds = (const unsigned char *)mm_xslot_table;
   for (unsigned i = 1; i < MM_POOL_THREADS; i++) pl->pub.cache[i].limit = mm_slow_only ? 0 : pl->limit;
   const char *name = o->name ? o->name : "pool";
   size_t len = strnlen(name, sizeof(pl->name) - 1);
@@ -347,6 +350,7 @@ void pool_destroy(struct mm_pool_s *pub) {
 void *pool_alloc_slow(struct mm_pool_s *pub, local_heap_t *h) {
   if (!pub) null_pool("mm_pool_alloc");
   pool_t *pl = pool_of(pub);
+  atomic_fetch_add_relaxed(&pl->xslow, 1);
   unsigned i = mm_slow_only ? 0 : thread_index();
   mm_pool_cache_t *c = &pub->cache[i];
   if (c->free) { /* an index taken just now, with the list an exited thread left */
@@ -417,6 +421,7 @@ void pool_free_slow(struct mm_pool_s *pub, void *p) {
   if (!pub) os_fatal("mmalloc: mm_pool_free(): NULL pool (freeing %p)\n", p);
   if (!p) return;
   pool_t *pl = pool_of(pub);
+  atomic_fetch_add_relaxed(&pl->xslow, 1);
   check_free(pl, p);
   uintptr_t *o = p;
   unsigned i = mm_slow_only ? 0 : thread_index();
@@ -471,6 +476,7 @@ int pool_stats(const struct mm_pool_s *pub, mm_pool_stats_t *out) {
   out->bytes = pl->nblocks * ((size_t)pl->ndatablocks << MM_DATABLOCK_SHIFT);
   out->objects = pl->carved;
   out->free_objects = free_objects;
+  out->slow_calls = atomic_load_relaxed(&pl->xslow);
   spin_unlock(&pl->lock);
   return 0;
 }

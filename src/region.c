@@ -43,10 +43,6 @@
 #endif
 
 _Atomic(uint8_t) mm_xslot_table[MM_SLOT_TABLE_SIZE];
-/* The same table under the name the inline mm_pool_free reads
- * (include/mmalloc.h; exported: user code reads it). */
-extern const uint8_t mm_pool_slot_kinds_[MM_SLOT_TABLE_SIZE]
-    __attribute__((alias("mm_xslot_table"), visibility("default")));
 
 /* Set the entries of every slot [base, base + size) touches (base is slot
  * aligned; size need not be). */

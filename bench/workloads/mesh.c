@@ -27,7 +27,26 @@
  * and the locality of objects allocated together (cavities).
  *
  * Parameters: threads (= subdomains), triangles (target, in all), seeds
- * (random initial points, in all), seed.
+ * (random initial points, in all), seed, alloc.
+ *
+ * alloc: where triangles, points and messages come from (the study's
+ * configurations; the other memory, the vectors, always from malloc):
+ *   0 malloc          malloc and free;
+ *   1 custom          the application's own pools, as mesh generators write
+ *                     them: per thread and per type, 64 KiB blocks from the
+ *                     OS (mmap), bump allocation in the current block, dead
+ *                     objects recycled through a thread-local vector (one
+ *                     store to free, one load to reuse), no synchronisation;
+ *                     a message is recycled by the thread that consumed it;
+ *                     the blocks go back (munmap) at the end;
+ *   2 custom+pageman  the same pools, their blocks from mmalloc's page
+ *                     manager (mm_page_block_alloc / mm_page_block_free);
+ *   3 pool            mmalloc's object pools (mm_pool_alloc / mm_pool_free),
+ *                     one per type, shared by the threads;
+ *   4 pool-unchecked  the same, freed with mm_pool_free_unchecked (no
+ *                     page-map check of the pointer).
+ * Modes 2 to 4 need mmalloc's API: the binary built with -DMESH_MMALLOC and
+ * linked with libmmalloc (mesh-mm) has them; the plain one refuses them.
  *
  * Verification (before any free): every triangle is counter-clockwise, the
  * neighbour links are symmetric, the areas sum to the square's area, a
@@ -39,15 +58,27 @@
  */
 #include <math.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 
 #include "workload.h"
+#ifdef MESH_MMALLOC
+#include <mmalloc.h>
+#endif
 
 static param_t ps[] = {
     { "threads", 2, "threads = subdomains (a near-square grid of unit squares)" },
     { "triangles", 1000000, "target number of triangles, in all" },
     { "seeds", 2000, "random initial points, in all" },
     { "seed", 23, "random seed" },
+    { "alloc", 0, "0 malloc, 1 custom pools (blocks from mmap), 2 custom pools (blocks from "
+                  "mmalloc's page manager), 3 mmalloc's object pools, 4 the same with unchecked frees" },
 };
+
+enum { ALLOC_MALLOC = 0, ALLOC_CUSTOM = 1, ALLOC_CUSTOM_PAGEMAN = 2, ALLOC_POOL = 3,
+       ALLOC_POOL_UNCHECKED = 4 };
+static const char *const alloc_names[] = { "malloc", "custom", "custom+pageman", "pool",
+                                           "pool-unchecked" };
+static int g_alloc;
 
 #define MESH_EXIT_INVARIANT 4   /* the geometry went wrong: a bug, not a slow allocator */
 
@@ -91,8 +122,18 @@ typedef struct {
         (v).at[(v).n++] = (x); \
     } while (0)
 
+/* A custom pool of one object type for one thread (alloc=1, 2). */
+#define CUSTOM_BLOCK ((size_t)64 << 10)
+typedef struct fixpool {
+    size_t size;
+    VEC(void *) dead;         /* freed objects, reused last in first out */
+    char *bump, *end;         /* the rest of the current block */
+    VEC(void *) blocks;
+} fixpool_t;
+
 typedef struct sub {
     int i, j;                 /* grid position */
+    fixpool_t tris, pts, msgs; /* alloc=1, 2 */
     double x0, y0, x1, y1;    /* the unit square */
     tri_t *start;             /* some live triangle */
     uint32_t epoch;
@@ -153,11 +194,102 @@ static double tri_area2(const tri_t *t)
     return orient(t->v[0], t->v[1], t->v[2]->x, t->v[2]->y);
 }
 
+/* ---- where the objects come from (alloc=) ---- */
+
+#ifdef MESH_MMALLOC
+static mm_pool_t *g_pool_tri, *g_pool_pt, *g_pool_msg;
+#endif
+
+static void *block_new(void)
+{
+    void *b = NULL;
+    if (g_alloc == ALLOC_CUSTOM) {
+        b = mmap(NULL, CUSTOM_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (b == MAP_FAILED)
+            b = NULL;
+    }
+#ifdef MESH_MMALLOC
+    else
+        b = mm_page_block_alloc(CUSTOM_BLOCK);
+#endif
+    return bench_check_alloc(b, CUSTOM_BLOCK);
+}
+
+static void block_drop(void *b)
+{
+    if (g_alloc == ALLOC_CUSTOM)
+        munmap(b, CUSTOM_BLOCK);
+#ifdef MESH_MMALLOC
+    else
+        mm_page_block_free(b);
+#endif
+}
+
+static inline void *fix_alloc(fixpool_t *f)
+{
+    if (f->dead.n)
+        return f->dead.at[--f->dead.n];
+    if (f->bump + f->size > f->end) {
+        f->bump = block_new();
+        f->end = f->bump + CUSTOM_BLOCK;
+        VEC_PUSH(f->blocks, f->bump);
+    }
+    void *p = f->bump;
+    f->bump += f->size;
+    return p;
+}
+
+static inline void fix_free(fixpool_t *f, void *p)
+{
+    VEC_PUSH(f->dead, p);
+}
+
+static void fix_drop(fixpool_t *f)
+{
+    for (size_t k = 0; k < f->blocks.n; k++)
+        block_drop(f->blocks.at[k]);
+    free(f->blocks.at);
+    free(f->dead.at);
+}
+
+#ifdef MESH_MMALLOC
+#define POOL_ALLOC(pool) bench_check_alloc(mm_pool_alloc(pool), 1)
+#define POOL_FREE(pool, p) mm_pool_free((pool), (p))
+#define POOL_FREE_UNCHECKED(pool, p) mm_pool_free_unchecked((pool), (p))
+#else
+#define POOL_FREE_UNCHECKED(pool, p) ((void)(p))
+#define POOL_ALLOC(pool) NULL
+#define POOL_FREE(pool, p) ((void)(p))
+#endif
+
+/* One allocation and one free per type, in every mode. */
+#define OBJ_FUNCS(T, field, pool) \
+    static inline T *T##_alloc(sub_t *s) \
+    { \
+        switch (g_alloc) { \
+        case ALLOC_MALLOC: return xmalloc(sizeof(T)); \
+        case ALLOC_POOL: case ALLOC_POOL_UNCHECKED: return POOL_ALLOC(pool); \
+        default: return fix_alloc(&s->field); \
+        } \
+    } \
+    static inline void T##_free(sub_t *s, T *p) \
+    { \
+        switch (g_alloc) { \
+        case ALLOC_MALLOC: free(p); return; \
+        case ALLOC_POOL: POOL_FREE(pool, p); return; \
+        case ALLOC_POOL_UNCHECKED: POOL_FREE_UNCHECKED(pool, p); return; \
+        default: fix_free(&s->field, p); return; \
+        } \
+    }
+OBJ_FUNCS(tri_t, tris, g_pool_tri)
+OBJ_FUNCS(point_t, pts, g_pool_pt)
+OBJ_FUNCS(msg_t, msgs, g_pool_msg)
+
 static point_t *point_new(sub_t *s, double x, double y)
 {
     if (s->points.n >= g_max_points)
         mesh_fail(s, "too many points: refinement does not terminate");
-    point_t *p = xmalloc(sizeof(point_t));
+    point_t *p = point_t_alloc(s);
     p->x = x;
     p->y = y;
     p->check = point_hash(x, y);
@@ -167,7 +299,7 @@ static point_t *point_new(sub_t *s, double x, double y)
 
 static tri_t *tri_new(sub_t *s, point_t *a, point_t *b, point_t *c)
 {
-    tri_t *t = xmalloc(sizeof(tri_t));
+    tri_t *t = tri_t_alloc(s);
     t->v[0] = a; t->v[1] = b; t->v[2] = c;
     t->n[0] = t->n[1] = t->n[2] = NULL;
     t->mark = 0;
@@ -183,7 +315,7 @@ static void tri_kill(sub_t *s, tri_t *t)
     if (t->queued)
         t->dead = 1;          /* the queue frees it when it comes out */
     else
-        free(t);
+        tri_t_free(s, t);
 }
 
 static void queue_push(sub_t *s, tri_t *t)
@@ -362,7 +494,7 @@ static void split_boundary(sub_t *s, tri_t *t, int k)
     if (nb == NULL)
         return;
     /* allocated here, freed by the neighbour in the next phase */
-    msg_t *m = xmalloc(sizeof(msg_t));
+    msg_t *m = msg_t_alloc(s);
     m->x = mx;
     m->y = my;
     m->check = point_hash(mx, my) ^ 0x6d657368ull;
@@ -442,7 +574,7 @@ static void refine_all(sub_t *s)
             }
         }
         if (t->dead)
-            free(t);
+            tri_t_free(s, t);
         else
             t->queued = 0;
     }
@@ -480,7 +612,7 @@ static void inbox_drain(sub_t *s)
             mesh_fail(s, "a neighbour's boundary point lies outside");
         if (insert_at(s, t, msg->x, msg->y))
             s->msgs_used++;
-        free(msg);            /* allocated by the neighbour: a remote free */
+        msg_t_free(s, msg);   /* allocated by the neighbour: a remote free */
     }
     free(all.at);
 }
@@ -602,7 +734,7 @@ static void sub_free(sub_t *s)
 {
     sub_collect(s);
     for (size_t k = 0; k < s->stack.n; k++)
-        free(s->stack.at[k]);
+        tri_t_free(s, s->stack.at[k]);
     uint64_t sum = mix64(((uint64_t)(s->j * g_cols + s->i) << 40) ^ s->triangles) +
                    mix64(s->points.n);
     for (size_t k = 0; k < s->points.n; k++) {
@@ -610,7 +742,7 @@ static void sub_free(sub_t *s)
         if (p->check != point_hash(p->x, p->y))
             bench_die(BENCH_EXIT_CORRUPT, "point %p corrupted before free", (void *)p);
         sum += p->check;
-        free(p);
+        point_t_free(s, p);
     }
     s->sum = sum;
     free(s->points.at);
@@ -619,6 +751,11 @@ static void sub_free(sub_t *s)
     free(s->fresh.at);
     free(s->stack.at);
     free(s->queue.at);
+    if (g_alloc == ALLOC_CUSTOM || g_alloc == ALLOC_CUSTOM_PAGEMAN) {
+        fix_drop(&s->tris);
+        fix_drop(&s->pts);
+        fix_drop(&s->msgs);
+    }
 }
 
 static uint64_t g_seeds_per_sub, g_seed;
@@ -663,6 +800,21 @@ int main(int argc, char **argv)
     uint64_t target = (uint64_t)PARAM(ps, "triangles", 2, 1LL << 34);
     uint64_t seeds = (uint64_t)PARAM(ps, "seeds", 0, 1LL << 30);
     g_seed = (uint64_t)PARAM(ps, "seed", 0, 1LL << 62);
+    g_alloc = (int)PARAM(ps, "alloc", 0, 4);
+#ifndef MESH_MMALLOC
+    if (g_alloc >= ALLOC_CUSTOM_PAGEMAN)
+        bench_die(BENCH_EXIT_USAGE, "alloc=%d (%s) needs mmalloc's API: run mesh-mm", g_alloc,
+                  alloc_names[g_alloc]);
+#else
+    if (g_alloc >= ALLOC_POOL) {
+        mm_pool_options_t o = { .object_size = sizeof(tri_t), .name = "triangle" };
+        g_pool_tri = bench_check_alloc(mm_pool_create(&o), 1);
+        o.object_size = sizeof(point_t), o.name = "point";
+        g_pool_pt = bench_check_alloc(mm_pool_create(&o), 1);
+        o.object_size = sizeof(msg_t), o.name = "message";
+        g_pool_msg = bench_check_alloc(mm_pool_create(&o), 1);
+    }
+#endif
 
     g_rows = 1;
     for (int r = 1; r * r <= g_threads; r++)
@@ -682,6 +834,9 @@ int main(int argc, char **argv)
         s->j = k / g_cols;
         s->x0 = s->i; s->x1 = s->i + 1; s->y0 = s->j; s->y1 = s->j + 1;
         s->rng = rng_make(g_seed, (uint64_t)k);
+        s->tris.size = sizeof(tri_t);
+        s->pts.size = sizeof(point_t);
+        s->msgs.size = sizeof(msg_t);
         pthread_mutex_init(&s->inbox_lock, NULL);
     }
     pthread_barrier_init(&g_barrier, NULL, (unsigned)g_threads);
@@ -709,14 +864,21 @@ int main(int argc, char **argv)
         pthread_mutex_destroy(&s->inbox_lock);
     }
     pthread_barrier_destroy(&g_barrier);
+#ifdef MESH_MMALLOC
+    if (g_alloc >= ALLOC_POOL) {
+        mm_pool_destroy(g_pool_tri);
+        mm_pool_destroy(g_pool_pt);
+        mm_pool_destroy(g_pool_msg);
+    }
+#endif
     free(g_sides);
     free(g_sub);
     char extra[256];
     snprintf(extra, sizeof extra,
-             "\"grid\":\"%dx%d\",\"triangles\":%" PRIu64 ",\"points\":%" PRIu64
+             "\"alloc\":\"%s\",\"grid\":\"%dx%d\",\"triangles\":%" PRIu64 ",\"points\":%" PRIu64
              ",\"triangles_allocated\":%" PRIu64 ",\"messages\":%" PRIu64
              ",\"messages_inserted\":%" PRIu64 ",\"phases\":%u",
-             g_cols, g_rows, tris, pts, made, sent, used, phases);
+             alloc_names[g_alloc], g_cols, g_rows, tris, pts, made, sent, used, phases);
     BENCH_REPORT(ps, g_threads, made + pts, secs, sum, extra);
     return 0;
 }

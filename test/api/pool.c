@@ -320,6 +320,29 @@ static void test_release_reuse(void) {
   mm_pool_destroy(p);
 }
 
+/* The inline calls do the work: in one thread, alloc/free pairs in batches
+ * reach the library only when a thread's list is empty or full. */
+static void test_fast_path(void) {
+  mm_pool_options_t o = {.object_size = 64, .name = "fast"};
+  mm_pool_t *p = mm_pool_create(&o);
+  REQUIRE("create", p != NULL);
+  void *v[64];
+  for (int r = 0; r < 2000; r++) {
+    for (int i = 0; i < 64; i++) v[i] = mm_pool_alloc(p);
+    for (int i = 0; i < 64; i++) mm_pool_free(p, v[i]);
+  }
+  for (int r = 0; r < 2000; r++) {
+    for (int i = 0; i < 64; i++) v[i] = mm_pool_alloc(p);
+    for (int i = 0; i < 64; i++) mm_pool_free_unchecked(p, v[i]);
+  }
+  mm_pool_stats_t s;
+  mm_pool_stats(p, &s);
+  fprintf(stderr, "  %zu slow calls in 512000 calls\n", s.slow_calls);
+  CHECK("the inline calls take no slow path in a steady loop", s.slow_calls <= 4);
+  CHECK("mm_pool_free_unchecked frees", s.objects == s.free_objects);
+  mm_pool_destroy(p);
+}
+
 static void test_threads(void) {
   for (unsigned i = 0; i < SHARED; i++) {
     mm_pool_options_t o = {.object_size = shared_size[i], .alignment = shared_align[i],
@@ -373,6 +396,7 @@ int main(void) {
   test_create();
   test_page_blocks();
   test_release_reuse();
+  test_fast_path();
   test_threads();
   return check_summary(SUITE);
 }

@@ -32,6 +32,7 @@ static const case_t cases[] = {
     {"never-allocated", "mm_pool_free", "pool \"tri\": invalid pointer (never allocated)"},
     {"double-free", "mm_pool_free", "pool \"tri\": double free of"},
     {"double-free-later", "mm_pool_free", "pool \"tri\": double free of"},
+    {"double-free-unchecked", "mm_pool_free", "pool \"tri\": double free of"},
     {"stack", "mm_pool_free", "pool \"tri\": invalid pointer (not from a pool"},
     {"released", "mm_pool_free", "pool \"tri\": invalid pointer"},
     {"page-block", "mm_pool_free", "pool \"tri\": invalid pointer (inside a page block)"},
@@ -95,6 +96,10 @@ static void run_case(void *arg) {
     mm_pool_free(tri, t2);
     report(t2);
     mm_pool_free(tri, opaque_ptr(t2));
+  } else if (!strcmp(n, "double-free-unchecked")) {
+    mm_pool_free_unchecked(tri, t);
+    report(t);
+    mm_pool_free_unchecked(tri, opaque_ptr(t));
   } else if (!strcmp(n, "stack")) {
     char stack[64];
     report(stack + 16);
