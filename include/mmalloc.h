@@ -133,6 +133,40 @@ static inline void mm_pool_free(mm_pool_t *pool, void *p);
  * once a program is known good; about 25 instructions fewer. */
 static inline void mm_pool_free_unchecked(mm_pool_t *pool, void *p);
 
+/* ---- first-class heaps ------------------------------------------------------
+ * A heap holds objects of any size apart from every other heap's and from
+ * malloc's (its own page blocks), and mm_heap_destroy frees them all at
+ * once, in time proportional to the heap's page blocks, not its objects.
+ * Small objects (up to 32 KiB) come from one pool per size class (the size
+ * classes of malloc, so a heap wastes what malloc wastes); larger ones are
+ * page blocks of their own, up to 64 MiB (above: NULL, ENOMEM).  Any
+ * thread may allocate and free in any heap.  Every pointer mm_heap_free,
+ * mm_heap_realloc and mm_heap_usable_size get is checked (an object of
+ * this heap, at its start, not free); free() and realloc() reject heap
+ * objects with the usual one-line error.  mm_heap_aligned takes a power of
+ * two up to 4096 (else NULL, EINVAL); mm_heap_realloc(heap, p, 0) frees p
+ * and returns NULL, as realloc does here.  Contract: mm_heap_destroy runs
+ * while no other thread uses the heap (the debug build, MM_DEBUG >= 1,
+ * catches a call still running on it). */
+typedef struct mm_heap_s mm_heap_t;
+typedef struct mm_heap_stats_s {
+  size_t blocks;       /* page blocks the heap holds */
+  size_t bytes;        /* their bytes */
+  size_t live_objects; /* objects allocated and not freed */
+  size_t live_bytes;   /* their bytes (rounded to the size class, or to 4 KiB) */
+} mm_heap_stats_t;
+
+mm_heap_t *mm_heap_new(const char *name); /* name copied, 31 bytes kept; NULL: "heap" */
+void *mm_heap_malloc(mm_heap_t *heap, size_t size) MM_MALLOC_ATTR MM_ALLOC_SIZE(2);
+void *mm_heap_calloc(mm_heap_t *heap, size_t count, size_t size) MM_MALLOC_ATTR MM_ALLOC_SIZE(2, 3);
+void *mm_heap_realloc(mm_heap_t *heap, void *p, size_t size) MM_ALLOC_SIZE(3);
+void *mm_heap_aligned(mm_heap_t *heap, size_t alignment, size_t size) MM_MALLOC_ATTR MM_ALLOC_SIZE(3);
+void mm_heap_free(mm_heap_t *heap, void *p);
+size_t mm_heap_usable_size(mm_heap_t *heap, const void *p);
+void mm_heap_destroy(mm_heap_t *heap);
+/* 0, or EINVAL for a NULL heap or out. */
+int mm_heap_stats(mm_heap_t *heap, mm_heap_stats_t *out);
+
 /* ---- page blocks ------------------------------------------------------------
  * Page blocks straight from the page manager, for programs that run their
  * own pools: size rounded up to 4 KiB, at most 64 MiB (else NULL, EINVAL),

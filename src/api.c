@@ -136,21 +136,24 @@ MM_EXPORT size_t mm_stats_json(char *buf, size_t size) {
 /* ---- pools and page blocks (pool.c): the process and the calling thread
  * set up first, so that a thread with a pool index has its exit handled ---- */
 
-static local_heap_t *calling_local_heap(void) {
-  thread_heap_t *th = thread_heap_current();
-  return th ? th->local : &mm_heaps[(unsigned)os_current_cpu() % mm_nheaps];
+/* A thread's first pool or heap call: its heap (and so its exit handling)
+ * before it takes a pool index. */
+MM_INLINE void pool_thread_setup(void) {
+  if (unlikely(!pool_thread_has_index())) (void)thread_heap_current();
 }
 
 MM_EXPORT mm_pool_t *mm_pool_create(const mm_pool_options_t *options) {
-  return pool_create(options, calling_local_heap());
+  pool_thread_setup();
+  return pool_create(options);
 }
 
 MM_EXPORT void *mm_pool_alloc_slow_(mm_pool_t *pool) {
-  return pool_alloc_slow(pool, calling_local_heap());
+  pool_thread_setup();
+  return pool_alloc_slow(pool);
 }
 
 MM_EXPORT void mm_pool_free_slow_(mm_pool_t *pool, void *p) {
-  if (!pool_thread_has_index()) (void)thread_heap_current();
+  pool_thread_setup();
   pool_free_slow(pool, p);
 }
 
@@ -163,8 +166,39 @@ MM_EXPORT int mm_pool_stats(const mm_pool_t *pool, mm_pool_stats_t *out) {
 }
 
 MM_EXPORT void *mm_page_block_alloc(size_t size) {
-  return page_block_alloc(size, calling_local_heap());
+  pool_thread_setup();
+  return page_block_alloc(size);
 }
+
+MM_EXPORT mm_heap_t *mm_heap_new(const char *name) {
+  pool_thread_setup();
+  return heap_new(name);
+}
+MM_EXPORT void *mm_heap_malloc(mm_heap_t *heap, size_t size) {
+  pool_thread_setup();
+  return heap_malloc(heap, size);
+}
+MM_EXPORT void *mm_heap_calloc(mm_heap_t *heap, size_t count, size_t size) {
+  pool_thread_setup();
+  return heap_calloc(heap, count, size);
+}
+MM_EXPORT void *mm_heap_realloc(mm_heap_t *heap, void *p, size_t size) {
+  pool_thread_setup();
+  return heap_realloc(heap, p, size);
+}
+MM_EXPORT void *mm_heap_aligned(mm_heap_t *heap, size_t alignment, size_t size) {
+  pool_thread_setup();
+  return heap_aligned(heap, alignment, size);
+}
+MM_EXPORT void mm_heap_free(mm_heap_t *heap, void *p) {
+  pool_thread_setup();
+  heap_free(heap, p);
+}
+MM_EXPORT size_t mm_heap_usable_size(mm_heap_t *heap, const void *p) {
+  return heap_usable_size(heap, p);
+}
+MM_EXPORT void mm_heap_destroy(mm_heap_t *heap) { heap_destroy(heap); }
+MM_EXPORT int mm_heap_stats(mm_heap_t *heap, mm_heap_stats_t *out) { return heap_stats(heap, out); }
 
 MM_EXPORT void mm_page_block_free(void *p) { page_block_free(p); }
 

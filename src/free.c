@@ -58,6 +58,10 @@ extent_t *thread_heap_lookup(const void *p, const char *call) {
   case MM_EXTENT_POOL: {
     struct mm_pool_s *pool = pool_of_block(e);
     if (!pool) thread_heap_bad_pointer(call, p, "invalid pointer (in a page block: use mm_page_block_free)");
+    const char *heap = pool_block_heap_name(e);
+    if (heap)
+      os_fatal("mmalloc: %s(): invalid pointer (an object of heap \"%s\": use mm_heap_free) %p\n",
+               call, heap, p);
     os_fatal("mmalloc: %s(): invalid pointer (an object of pool \"%s\": use mm_pool_free) %p\n",
              call, pool_name(pool), p);
   }

@@ -222,6 +222,7 @@ static void unlock_one(thread_heap_t *th, void *arg) {
 static void fork_prepare(void) {
   thread_heap_registry_lock_all();
   thread_heap_foreach(lock_one, NULL);
+  heap_fork_prepare();
   pool_fork_prepare();
   local_heap_fork_prepare();
 }
@@ -229,6 +230,7 @@ static void fork_prepare(void) {
 static void fork_parent(void) {
   local_heap_fork_parent();
   pool_fork_parent();
+  heap_fork_parent();
   thread_heap_foreach(unlock_one, NULL);
   thread_heap_registry_unlock_all();
 }
@@ -260,6 +262,7 @@ static void abandon_other(thread_heap_t *th, void *self) {
 static void fork_child(void) {
   local_heap_fork_child();
   pool_fork_child();
+  heap_fork_child();
   thread_heap_registry_reinit_all();
   thread_heap_foreach(reset_one, NULL);
   witness_forget_all();

@@ -18,6 +18,9 @@
  *   MM_RANK_REGISTRY     a local heap's list of thread heaps (thread_heap.c)
  *   MM_RANK_THREAD_HEAP  a thread heap's slow-path lock: its owner's, or an
  *                        idle one's taken by another thread (try only)
+ *   MM_RANK_HEAP_LIST    the list of first-class heaps (heap.c)
+ *   MM_RANK_HEAP         a first-class heap: its size-class pools' creation
+ *                        and its large blocks
  *   MM_RANK_POOL_LIST    the list of object pools and the threads' pool
  *                        indices (pool.c)
  *   MM_RANK_POOL         an object pool: its depot, blocks and carving
@@ -44,10 +47,12 @@ MM_HIDDEN_BEGIN
 typedef enum lock_rank_e {
   MM_RANK_REGISTRY = 1,
   MM_RANK_THREAD_HEAP = 2,
-  MM_RANK_POOL_LIST = 3,
-  MM_RANK_POOL = 4,
-  MM_RANK_LOCAL_HEAP = 5,
-  MM_RANK_COUNT = 6
+  MM_RANK_HEAP_LIST = 3,
+  MM_RANK_HEAP = 4,
+  MM_RANK_POOL_LIST = 5,
+  MM_RANK_POOL = 6,
+  MM_RANK_LOCAL_HEAP = 7,
+  MM_RANK_COUNT = 8
 } lock_rank_t;
 
 typedef struct lock_witness_s {

@@ -34,30 +34,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "pool.h"
-
-typedef struct pool_s {
-  struct mm_pool_s pub; /* key, cache: what the inline calls read */
-  mm_spin_t lock;
-  uint32_t size;        /* object size */
-  uint32_t ndatablocks; /* per page block (without a guard) */
-  uint32_t capacity;    /* objects per page block */
-  uint32_t limit;       /* a thread's list limit */
-  uint64_t magic;
-  void *depot; /* free objects any thread may take */
-  uint64_t depot_count;
-  extent_list_t blocks; /* POOL extents, the one being carved last */
-  uint64_t nblocks;
-  uint64_t carved;      /* objects carved from all blocks */
-  uint32_t slow_calls;  /* the allocation slow path's, under the lock: checker cadence */
-  uint32_t serial;      /* lock order at fork */
-  _Atomic(uint64_t) xslow; /* every slow call (statistics) */
-  struct pool_s *next, *prev; /* every pool (pools_lock) */
-  char name[32];
-} pool_t;
-
-#define CACHE_OFFSET (((sizeof(pool_t) + MM_CACHE_LINE - 1) / MM_CACHE_LINE) * MM_CACHE_LINE)
-#define POOL_BYTES (CACHE_OFFSET + MM_POOL_THREADS * sizeof(mm_pool_cache_t))
+#include "pool_parts.h"
 
 /* The layout the inline calls of include/mmalloc.h assume. */
 _Static_assert(sizeof(mm_pool_cache_t) == MM_CACHE_LINE, "a thread's list: one line");
@@ -91,7 +68,8 @@ const char *pool_name(const struct mm_pool_s *pool) { return ((const pool_t *)po
 
 static MM_COLD MM_NORETURN void pool_fail(const char *call, const pool_t *pl, const char *what,
                                           const void *p) {
-  if (pl) os_fatal("mmalloc: %s(): pool \"%s\": %s %p\n", call, pl->name, what, p);
+  if (pl) os_fatal("mmalloc: %s(): %s \"%s\": %s %p\n", call, pl->heap ? "heap" : "pool", pl->name,
+                   what, p);
   os_fatal("mmalloc: %s(): %s %p\n", call, what, p);
 }
 
@@ -127,13 +105,9 @@ void pool_thread_exit(void) {
 
 /* ---- page blocks -------------------------------------------------------------------- */
 
-typedef struct claim_arg_s {
-  pool_t *pool; /* NULL: a raw page block */
-} claim_arg_t;
-
 /* Under the lock of the block's home heap (local_heap_take_page_block). */
-static void claim_block(extent_t *e, void *arg) {
-  pool_t *pl = ((claim_arg_t *)arg)->pool;
+void pool_claim_block(extent_t *e, void *arg) {
+  pool_t *pl = arg;
   e->kind = MM_EXTENT_POOL;
   e->free = e->local_free = NULL;
   e->used = 0;
@@ -150,22 +124,20 @@ static void claim_block(extent_t *e, void *arg) {
   local_heap_lend_locked(local_heap_of_extent(e), e);
 }
 
-/* The POOL extent that holds p, or NULL (any thread; no lock). */
-static extent_t *pool_block_at(const void *p) {
+extent_t *pool_block_at(const void *p) {
   uintptr_t a = (uintptr_t)p;
   if (slot_table_entry(a) != MM_SLOT_HEAP) return NULL;
   extent_t *e = region_extent_at(slot_of_address(a), a);
   return e && e->kind == MM_EXTENT_POOL ? e : NULL;
 }
 
-void *page_block_alloc(size_t size, local_heap_t *h) {
+void *page_block_alloc(size_t size) {
   if (size == 0 || size > MM_PAGE_BLOCK_MAX) {
     errno = EINVAL;
     return NULL;
   }
-  claim_arg_t arg = {NULL};
   size_t n = (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
-  extent_t *e = local_heap_take_page_block(h, n, 0, claim_block, &arg);
+  extent_t *e = local_heap_take_page_block(pool_local_heap(), n, 0, pool_claim_block, NULL);
   if (!e) {
     errno = ENOMEM;
     return NULL;
@@ -190,12 +162,11 @@ void page_block_free(void *p) {
  * is full), linked into a chain whose head is returned, each with its
  * canary; *got says how many.  NULL (errno ENOMEM): no block to be had.
  * The pool's lock held. */
-static void *carve(pool_t *pl, local_heap_t *h, uint32_t want, uint32_t *got) {
+static void *carve(pool_t *pl, uint32_t want, uint32_t *got) {
   extent_t *e = pl->blocks.last;
   uint64_t limit = e ? atomic_load_relaxed(&e->xlimit) : 0;
   if (!e || limit == (uint64_t)pl->capacity * pl->size) {
-    claim_arg_t arg = {pl};
-    e = local_heap_take_page_block(h, pl->ndatablocks, 0, claim_block, &arg);
+    e = local_heap_take_page_block(pool_local_heap(), pl->ndatablocks, 0, pool_claim_block, pl);
     if (!e) {
       errno = ENOMEM;
       *got = 0;
@@ -239,31 +210,34 @@ static void check_unwritten(const pool_t *pl, const uintptr_t *o) {
 
 /* ---- create, release, destroy ------------------------------------------------------------ */
 
-struct mm_pool_s *pool_create(const mm_pool_options_t *o, local_heap_t *h) {
-  if (!o || o->object_size == 0 || o->object_size > MM_SMALL_MAX ||
-      (o->alignment & (o->alignment - 1)) || o->alignment > MM_DATABLOCK_SIZE) {
-    errno = EINVAL;
-    return NULL;
-  }
-  size_t align = o->alignment > 8 ? o->alignment : 8;
-  size_t size = o->object_size < 16 ? 16 : o->object_size;
+void *pool_meta_alloc(size_t size) {
+  void *p = local_heap_alloc_large(pool_local_heap(), size, MM_CACHE_LINE, true, false);
+  if (!p) errno = ENOMEM;
+  return p;
+}
+
+void pool_meta_free(void *p) {
+  uintptr_t a = (uintptr_t)p;
+  local_heap_free_large(region_extent_at(slot_of_address(a), a), false);
+}
+
+pool_t *pool_new(size_t size, size_t align, const char *name, struct heap_s *heap) {
+  size = size < 16 ? 16 : size;
+  align = align > 8 ? align : 8;
   size = (size + align - 1) & ~(align - 1); /* still <= MM_SMALL_MAX: align divides it */
-  pool_t *pl = local_heap_alloc_large(h, POOL_BYTES, MM_CACHE_LINE, true, false);
-  if (!pl) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  pool_t *pl = pool_meta_alloc(POOL_BYTES);
+  if (!pl) return NULL;
   const size_class_t *sc = &mm_size_classes[size_class_of_slow(size)];
   pl->size = (uint32_t)size;
   pl->ndatablocks = sc->ndatablocks;
   pl->capacity = (uint32_t)(((size_t)sc->ndatablocks << MM_DATABLOCK_SHIFT) / size);
   pl->magic = UINT64_MAX / size + 1;
   pl->limit = pl->capacity < 16 ? 16 : (pl->capacity > 4096 ? 4096 : pl->capacity);
+  pl->heap = heap;
   pl->pub.key = mm_canary_key;
   pl->pub.cache = (mm_pool_cache_t *)((char *)pl + CACHE_OFFSET);
   pl->pub.slot_kinds = (const unsigned char *)mm_xslot_table;
   for (unsigned i = 1; i < MM_POOL_THREADS; i++) pl->pub.cache[i].limit = mm_slow_only ? 0 : pl->limit;
-  const char *name = o->name ? o->name : "pool";
   size_t len = strnlen(name, sizeof(pl->name) - 1);
   memcpy(pl->name, name, len);
   pl->name[len] = 0;
@@ -274,11 +248,22 @@ struct mm_pool_s *pool_create(const mm_pool_options_t *o, local_heap_t *h) {
   if (pools) pools->prev = pl;
   pools = pl;
   mutex_unlock(&pools_lock);
+  return pl;
+}
+
+struct mm_pool_s *pool_create(const mm_pool_options_t *o) {
+  if (!o || o->object_size == 0 || o->object_size > MM_SMALL_MAX ||
+      (o->alignment & (o->alignment - 1)) || o->alignment > MM_DATABLOCK_SIZE) {
+    errno = EINVAL;
+    return NULL;
+  }
+  pool_t *pl = pool_new(o->object_size, o->alignment, o->name ? o->name : "pool", NULL);
+  if (!pl) return NULL;
   /* the reserve: carved now, onto the depot */
   for (size_t want = o->reserve; want > 0;) {
     spin_lock(&pl->lock);
     uint32_t got;
-    void *chain = carve(pl, h, want > pl->capacity ? pl->capacity : (uint32_t)want, &got);
+    void *chain = carve(pl, want > pl->capacity ? pl->capacity : (uint32_t)want, &got);
     if (chain) {
       uintptr_t *tail = chain;
       while (tail[0]) tail = (uintptr_t *)tail[0];
@@ -339,17 +324,20 @@ void pool_destroy(struct mm_pool_s *pub) {
   spin_unlock(&pl->lock);
   pl->pub.key = 0;
   pl->pub.cache = NULL; /* a late inline call faults at once, not later */
-  uintptr_t a = (uintptr_t)pl;
-  local_heap_free_large(region_extent_at(slot_of_address(a), a), false);
+  pool_meta_free(pl);
 }
 
 /* ---- the slow paths -------------------------------------------------------------------- */
 
 /* An object for a thread whose list is empty (or that has none): from the
  * depot, else carved; the thread's list gets up to half a limit more. */
-void *pool_alloc_slow(struct mm_pool_s *pub, local_heap_t *h) {
+void *pool_alloc_slow(struct mm_pool_s *pub) {
   if (!pub) null_pool("mm_pool_alloc");
-  pool_t *pl = pool_of(pub);
+  return pool_alloc_any(pool_of(pub));
+}
+
+void *pool_alloc_any(pool_t *pl) {
+  struct mm_pool_s *pub = &pl->pub;
   atomic_fetch_add_relaxed(&pl->xslow, 1);
   unsigned i = mm_slow_only ? 0 : thread_index();
   mm_pool_cache_t *c = &pub->cache[i];
@@ -378,7 +366,7 @@ void *pool_alloc_slow(struct mm_pool_s *pub, local_heap_t *h) {
     pl->depot_count -= got;
     tail[0] = 0;
   } else {
-    chain = carve(pl, h, want, &got);
+    chain = carve(pl, want, &got);
   }
   spin_unlock(&pl->lock);
   if (!chain) return NULL; /* errno ENOMEM: carve */
@@ -391,12 +379,11 @@ void *pool_alloc_slow(struct mm_pool_s *pub, local_heap_t *h) {
   return chain;
 }
 
-/* Check p as an object of the pool that may be freed now, or abort. */
-static void check_free(const pool_t *pl, const void *p) {
+void pool_check_free(const pool_t *pl, const void *p, const char *call) {
   extent_t *e = pool_block_at(p);
   if (!e) {
     uintptr_t a = (uintptr_t)p;
-    pool_fail("mm_pool_free", pl,
+    pool_fail(call, pl,
               slot_table_entry(a) == MM_SLOT_NONE
                   ? "invalid pointer (not from a pool, or already released)"
                   : "invalid pointer (not an object of a pool: from malloc?)",
@@ -404,15 +391,19 @@ static void check_free(const pool_t *pl, const void *p) {
   }
   struct mm_pool_s *owner = pool_of_block(e);
   if (owner != &pl->pub) {
-    if (!owner) pool_fail("mm_pool_free", pl, "invalid pointer (inside a page block)", p);
-    os_fatal("mmalloc: mm_pool_free(): pool \"%s\": invalid pointer (an object of pool \"%s\") "
-             "%p\n", pl->name, pool_name(owner), p);
+    if (!owner) pool_fail(call, pl, "invalid pointer (inside a page block)", p);
+    const pool_t *o = (const pool_t *)owner;
+    if (o->heap)
+      os_fatal("mmalloc: %s(): pool \"%s\": invalid pointer (an object of heap \"%s\") %p\n",
+               call, pl->name, heap_name(o->heap), p);
+    os_fatal("mmalloc: %s(): pool \"%s\": invalid pointer (an object of pool \"%s\") %p\n",
+             call, pl->name, o->name, p);
   }
   uint64_t off = (uintptr_t)p - e->page_start;
-  if (!page_offset_at_block(e, off)) pool_fail("mm_pool_free", pl, "invalid pointer (inside an object)", p);
-  if (!page_offset_carved(e, off)) pool_fail("mm_pool_free", pl, "invalid pointer (never allocated)", p);
+  if (!page_offset_at_block(e, off)) pool_fail(call, pl, "invalid pointer (inside an object)", p);
+  if (!page_offset_carved(e, off)) pool_fail(call, pl, "invalid pointer (never allocated)", p);
   if (((const uintptr_t *)p)[1] == ((uintptr_t)p ^ pl->pub.key))
-    pool_fail("mm_pool_free", pl, "double free of", p);
+    pool_fail(call, pl, "double free of", p);
 }
 
 /* A free the inline call did not finish: a NULL pool or pointer, a
@@ -422,7 +413,12 @@ void pool_free_slow(struct mm_pool_s *pub, void *p) {
   if (!p) return;
   pool_t *pl = pool_of(pub);
   atomic_fetch_add_relaxed(&pl->xslow, 1);
-  check_free(pl, p);
+  pool_free_checked(pl, p, "mm_pool_free");
+}
+
+void pool_free_checked(pool_t *pl, void *p, const char *call) {
+  struct mm_pool_s *pub = &pl->pub;
+  pool_check_free(pl, p, call);
   uintptr_t *o = p;
   unsigned i = mm_slow_only ? 0 : thread_index();
   mm_pool_cache_t *c = &pub->cache[i];
@@ -485,6 +481,7 @@ void pool_foreach(void (*visit)(const struct mm_pool_s *, const mm_pool_stats_t 
                   void *arg) {
   mutex_lock(&pools_lock);
   for (pool_t *pl = pools; pl; pl = pl->next) {
+    if (pl->heap) continue; /* a heap's: counted with its heap */
     mm_pool_stats_t s;
     pool_stats(&pl->pub, &s);
     visit(&pl->pub, &s, arg);

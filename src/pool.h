@@ -48,15 +48,35 @@ MM_INLINE struct mm_pool_s *pool_of_block(const extent_t *e) {
 const char *pool_name(const struct mm_pool_s *pool);
 
 /* The calls behind the public ones (the api has set up the process and
- * the calling thread first); h: the calling thread's local heap. */
-struct mm_pool_s *pool_create(const mm_pool_options_t *options, local_heap_t *h);
-void *pool_alloc_slow(struct mm_pool_s *pool, local_heap_t *h);
+ * the calling thread first). */
+struct mm_pool_s *pool_create(const mm_pool_options_t *options);
+void *pool_alloc_slow(struct mm_pool_s *pool);
 void pool_free_slow(struct mm_pool_s *pool, void *p);
 void pool_release(struct mm_pool_s *pool);
 void pool_destroy(struct mm_pool_s *pool);
 int pool_stats(const struct mm_pool_s *pool, mm_pool_stats_t *out);
-void *page_block_alloc(size_t size, local_heap_t *h);
+void *page_block_alloc(size_t size);
 void page_block_free(void *p);
+
+/* ---- heap.c: first-class heaps (mm_heap_*), made of pools ---- */
+struct heap_s;
+const char *heap_name(const struct heap_s *heap);
+struct mm_heap_s *heap_new(const char *name);
+void *heap_malloc(struct mm_heap_s *heap, size_t size);
+void *heap_calloc(struct mm_heap_s *heap, size_t count, size_t size);
+void *heap_realloc(struct mm_heap_s *heap, void *p, size_t size);
+void *heap_aligned(struct mm_heap_s *heap, size_t align, size_t size);
+void heap_free(struct mm_heap_s *heap, void *p);
+size_t heap_usable_size(struct mm_heap_s *heap, const void *p);
+void heap_destroy(struct mm_heap_s *heap);
+int heap_stats(struct mm_heap_s *heap, mm_heap_stats_t *out);
+void heap_fork_prepare(void); /* as the pools' (below), before them */
+void heap_fork_parent(void);
+void heap_fork_child(void);
+/* visit(name, stats, arg) for every heap (statistics). */
+void heap_foreach(void (*visit)(const char *name, const mm_heap_stats_t *s, void *arg), void *arg);
+/* The heap whose object p is, or NULL: for free()'s message. */
+const char *pool_block_heap_name(const extent_t *e);
 /* Does the calling thread need an index (and so thread-exit handling)? */
 MM_INLINE bool pool_thread_has_index(void) { return mm_pool_thread_ != 0; }
 

@@ -176,6 +176,15 @@ static void out_pool(const struct mm_pool_s *pool, const mm_pool_stats_t *s, voi
       (unsigned long)s->free_objects, (unsigned long)(s->objects - s->free_objects));
 }
 
+static void out_heap_stats(const char *name, const mm_heap_stats_t *s, void *arg) {
+  pool_out_t *po = arg;
+  out(po->o, "%s{\"name\":\"", po->n++ ? "," : "");
+  out_string(po->o, name);
+  out(po->o, "\",\"blocks\":%lu,\"bytes\":%lu,\"live_objects\":%lu,\"live_bytes\":%lu}",
+      (unsigned long)s->blocks, (unsigned long)s->bytes, (unsigned long)s->live_objects,
+      (unsigned long)s->live_bytes);
+}
+
 size_t stats_json(char *buf, size_t size) {
   out_t o = {buf, size, 0};
   if (size) buf[0] = 0;
@@ -210,6 +219,9 @@ size_t stats_json(char *buf, size_t size) {
   out(&o, "\"},\"pools\":[");
   pool_out_t po = {&o, 0};
   pool_foreach(out_pool, &po);
+  out(&o, "],\"mm_heaps\":[");
+  po.n = 0;
+  heap_foreach(out_heap_stats, &po);
   out(&o, "]}");
   return o.len;
 }
@@ -227,6 +239,12 @@ static void print_pool(const struct mm_pool_s *pool, const mm_pool_stats_t *s, v
   line(*(int *)arg, "pool \"%s\": %lu-byte objects, %lu live, %lu free, in %lu page blocks "
        "(%lu KiB)\n", pool_name(pool), (unsigned long)s->object_size,
        (unsigned long)(s->objects - s->free_objects), (unsigned long)s->free_objects,
+       (unsigned long)s->blocks, (unsigned long)(s->bytes >> 10));
+}
+
+static void print_heap(const char *name, const mm_heap_stats_t *s, void *arg) {
+  line(*(int *)arg, "heap \"%s\": %lu live objects (%lu KiB) in %lu page blocks (%lu KiB)\n",
+       name, (unsigned long)s->live_objects, (unsigned long)(s->live_bytes >> 10),
        (unsigned long)s->blocks, (unsigned long)(s->bytes >> 10));
 }
 
@@ -269,4 +287,5 @@ void stats_print(int fd) {
          "look, %lu looks near the limit, %lu heap purges forced by it\n", cg.cpus,
          cg.limit_bytes >> 10, cg.usage_bytes >> 10, cg.near_limit, total.pressure_purges);
   pool_foreach(print_pool, &fd);
+  heap_foreach(print_heap, &fd);
 }

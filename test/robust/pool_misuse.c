@@ -1,11 +1,13 @@
-/* pool_misuse.c — bad pointers and bad pools given to the pool and page
- * block calls, and pool objects given to free(): one clear line, then
- * abort().
+/* pool_misuse.c — bad pointers and bad pools given to the pool, heap and
+ * page block calls, and their objects given to free(): one clear line,
+ * then abort().
  *
- * Each case runs in a forked child, which must die by SIGABRT with exactly
- * one line on stderr, "mmalloc: CALL(): ... WHAT ... 0xHEX", naming the
- * call, the pool (for mm_pool_free: pool "NAME"), what is wrong, and the
- * pointer passed; a NULL pool gives "mmalloc: CALL(): NULL pool".  Then,
+ * The same for heaps (mm_heap_free, mm_heap_realloc, free() of a heap
+ * object).  Each case runs in a forked child, which must die by SIGABRT
+ * with exactly one line on stderr, "mmalloc: CALL(): ... WHAT ... 0xHEX",
+ * naming the call, the pool or heap (pool "NAME", heap "NAME"), what is
+ * wrong, and the pointer passed; a NULL pool or heap gives
+ * "mmalloc: CALL(): NULL pool" (heap).  Then,
  * in this process, the bad inputs that are not errors: mm_pool_free(pool,
  * NULL) and mm_page_block_free(NULL) do nothing.
  *
@@ -44,6 +46,20 @@ static const case_t cases[] = {
     {"block-free-inside", "mm_page_block_free", "invalid pointer (inside a page block"},
     {"block-free-object", "mm_page_block_free", "invalid pointer (inside a page block, or an object of a pool)"},
     {"block-free-twice", "mm_page_block_free", "invalid pointer"},
+    {"heap-malloc-object", "mm_heap_free", "heap \"mesh\": invalid pointer (not an object of a heap"},
+    {"heap-other-heap", "mm_heap_free", "heap \"mesh\": invalid pointer (an object of heap \"other\")"},
+    {"heap-pool-object", "mm_heap_free", "heap \"mesh\": invalid pointer (an object of pool \"tri\")"},
+    {"heap-inside", "mm_heap_free", "heap \"mesh\": invalid pointer (inside an object)"},
+    {"heap-inside-large", "mm_heap_free", "heap \"mesh\": invalid pointer (inside a block)"},
+    {"heap-double-free", "mm_heap_free", "heap \"mesh\": double free of"},
+    {"heap-realloc-freed", "mm_heap_realloc", "heap \"mesh\": double free of"},
+    {"heap-destroyed", "mm_heap_free", "heap \"mesh\": invalid pointer"},
+    {"pool-heap-object", "mm_pool_free", "pool \"tri\": invalid pointer (an object of heap \"mesh\")"},
+    {"free-heap-object", "free", "invalid pointer (an object of heap \"mesh\": use mm_heap_free)"},
+    {"free-heap-large", "free", "invalid pointer (an object of heap \"mesh\": use mm_heap_free)"},
+    {"null-heap-malloc", "mm_heap_malloc", NULL},
+    {"null-heap-free", "mm_heap_free", NULL},
+    {"null-heap-destroy", "mm_heap_destroy", NULL},
     {"null-pool-alloc", "mm_pool_alloc", NULL},
     {"null-pool-free", "mm_pool_free", NULL},
     {"null-pool-release", "mm_pool_release", NULL},
@@ -65,7 +81,10 @@ static void run_case(void *arg) {
   mm_pool_t *tri = mm_pool_create(&to), *pts = mm_pool_create(&po);
   if (!tri || !pts) _exit(3);
   char *t = mm_pool_alloc(tri), *t2 = mm_pool_alloc(tri);
-  if (!t || !t2) _exit(3);
+  mm_heap_t *mesh = mm_heap_new("mesh"), *other = mm_heap_new("other");
+  char *h1 = mesh ? mm_heap_malloc(mesh, 100) : NULL;
+  char *hl = mesh ? mm_heap_malloc(mesh, 100000) : NULL;
+  if (!t || !t2 || !h1 || !hl || !other) _exit(3);
   const char *n = c->name;
   void *p = NULL;
   if (!strcmp(n, "malloc-object")) {
@@ -141,6 +160,54 @@ static void run_case(void *arg) {
     mm_page_block_free(p);
     report(p);
     mm_page_block_free(opaque_ptr(p));
+  } else if (!strcmp(n, "heap-malloc-object")) {
+    p = malloc(100);
+    report(p);
+    mm_heap_free(mesh, opaque_ptr(p));
+  } else if (!strcmp(n, "heap-other-heap")) {
+    p = mm_heap_malloc(other, 100);
+    report(p);
+    mm_heap_free(mesh, opaque_ptr(p));
+  } else if (!strcmp(n, "heap-pool-object")) {
+    report(t);
+    mm_heap_free(mesh, opaque_ptr(t));
+  } else if (!strcmp(n, "heap-inside")) {
+    report(h1 + 16);
+    mm_heap_free(mesh, opaque_ptr(h1 + 16));
+  } else if (!strcmp(n, "heap-inside-large")) {
+    report(hl + 4096);
+    mm_heap_free(mesh, opaque_ptr(hl + 4096));
+  } else if (!strcmp(n, "heap-double-free")) {
+    mm_heap_free(mesh, h1);
+    report(h1);
+    mm_heap_free(mesh, opaque_ptr(h1));
+  } else if (!strcmp(n, "heap-realloc-freed")) {
+    mm_heap_free(mesh, h1);
+    report(h1);
+    p = mm_heap_realloc(mesh, opaque_ptr(h1), 200);
+  } else if (!strcmp(n, "heap-destroyed")) {
+    mm_heap_destroy(mesh);
+    mesh = mm_heap_new("mesh");
+    report(hl);
+    mm_heap_free(mesh, opaque_ptr(hl));
+  } else if (!strcmp(n, "pool-heap-object")) {
+    report(h1);
+    mm_pool_free(tri, opaque_ptr(h1));
+  } else if (!strcmp(n, "free-heap-object")) {
+    report(h1);
+    free(opaque_ptr(h1));
+  } else if (!strcmp(n, "free-heap-large")) {
+    report(hl);
+    free(opaque_ptr(hl));
+  } else if (!strcmp(n, "null-heap-malloc")) {
+    report(NULL);
+    p = mm_heap_malloc(opaque_ptr(NULL), 10);
+  } else if (!strcmp(n, "null-heap-free")) {
+    report(h1);
+    mm_heap_free(opaque_ptr(NULL), h1);
+  } else if (!strcmp(n, "null-heap-destroy")) {
+    report(NULL);
+    mm_heap_destroy(opaque_ptr(NULL));
   } else if (!strcmp(n, "null-pool-alloc")) {
     report(NULL);
     p = mm_pool_alloc(opaque_ptr(NULL));
@@ -176,7 +243,8 @@ static void check_case(const case_t *c) {
     ok = false;
   } else if (!c->what) { /* a NULL pool */
     char want[128];
-    snprintf(want, sizeof(want), "mmalloc: %s(): NULL pool", c->call);
+    snprintf(want, sizeof(want), "mmalloc: %s(): NULL %s", c->call,
+             strstr(c->call, "heap") ? "heap" : "pool");
     ok = strncmp(child.err, want, strlen(want)) == 0 && strchr(child.err, '\n') &&
          strchr(child.err, '\n')[1] == 0;
     if (!ok) snprintf(why, sizeof(why), "expected one line starting \"%s\"", want);

@@ -1,0 +1,65 @@
+/* pool_parts.h — what pool.c and heap.c share of a pool: its structure.
+ * Private to the pool layer (test/structure/check_layers.py keeps it so).
+ *
+ * Layer: pool (pool.h).
+ */
+#ifndef MM_POOL_PARTS_H
+#define MM_POOL_PARTS_H
+
+#include "pool.h"
+
+MM_HIDDEN_BEGIN
+
+typedef struct pool_s {
+  struct mm_pool_s pub; /* key, cache: what the inline calls read */
+  mm_spin_t lock;
+  uint32_t size;        /* object size */
+  uint32_t ndatablocks; /* per page block (without a guard) */
+  uint32_t capacity;    /* objects per page block */
+  uint32_t limit;       /* a thread's list limit */
+  uint64_t magic;
+  void *depot; /* free objects any thread may take */
+  uint64_t depot_count;
+  extent_list_t blocks; /* POOL extents, the one being carved last */
+  uint64_t nblocks;
+  uint64_t carved;      /* objects carved from all blocks */
+  uint32_t slow_calls;  /* the allocation slow path's, under the lock: checker cadence */
+  uint32_t serial;      /* lock order at fork */
+  _Atomic(uint64_t) xslow; /* every slow call (statistics) */
+  struct pool_s *next, *prev; /* every pool (pools_lock) */
+  struct heap_s *heap;  /* the heap whose size class (or large blocks) this is, or NULL */
+  char name[32];
+} pool_t;
+
+#define CACHE_OFFSET (((sizeof(pool_t) + MM_CACHE_LINE - 1) / MM_CACHE_LINE) * MM_CACHE_LINE)
+#define POOL_BYTES (CACHE_OFFSET + MM_POOL_THREADS * sizeof(mm_pool_cache_t))
+
+/* The local heap a pool takes its next page block from: the calling CPU's. */
+MM_INLINE local_heap_t *pool_local_heap(void) {
+  return &mm_heaps[(unsigned)os_current_cpu() % mm_nheaps];
+}
+
+/* Zeroed memory for a pool's or a heap's structure (a LARGE block of the
+ * local heaps), and back; NULL with errno ENOMEM. */
+void *pool_meta_alloc(size_t size);
+void pool_meta_free(void *p);
+/* A pool for objects of size bytes aligned to align (both checked by the
+ * caller), named name, part of heap (or NULL); NULL with errno ENOMEM. */
+pool_t *pool_new(size_t size, size_t align, const char *name, struct heap_s *heap);
+/* The POOL extent that holds p, or NULL (any thread; no lock). */
+extent_t *pool_block_at(const void *p);
+/* Claim a page block as a POOL extent of pl (local_heap_take_page_block's
+ * claim; arg is pl, NULL for a raw block). */
+void pool_claim_block(extent_t *e, void *arg);
+/* Check p as an object of pl that may be freed now, or abort with one line
+ * naming call (and what the object's owner is named by owner_name). */
+void pool_check_free(const pool_t *pl, const void *p, const char *call);
+/* Free p, checked, into pl (the calling thread's list, or the depot). */
+void pool_free_checked(pool_t *pl, void *p, const char *call);
+/* An object of pl (the calling thread's list, the depot, or carved);
+ * NULL with errno ENOMEM. */
+void *pool_alloc_any(pool_t *pl);
+
+MM_HIDDEN_END
+
+#endif
