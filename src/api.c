@@ -136,10 +136,15 @@ MM_EXPORT size_t mm_stats_json(char *buf, size_t size) {
 /* ---- pools and page blocks (pool.c): the process and the calling thread
  * set up first, so that a thread with a pool index has its exit handled ---- */
 
-/* A thread's first pool or heap call: its heap (and so its exit handling)
- * before it takes a pool index. */
+/* A thread's first pool or heap call: its thread heap (and so its exit
+ * handling, which gives its pool index back) and its local heap, where its
+ * pools take their page blocks. */
+static MM_NOINLINE void pool_thread_first(void) {
+  thread_heap_t *th = thread_heap_current();
+  if (th) pool_set_home(th->local);
+}
 MM_INLINE void pool_thread_setup(void) {
-  if (unlikely(!pool_thread_has_index())) (void)thread_heap_current();
+  if (unlikely(!pool_has_home())) pool_thread_first();
 }
 
 MM_EXPORT mm_pool_t *mm_pool_create(const mm_pool_options_t *options) {

@@ -237,7 +237,32 @@ void heap_free(struct mm_heap_s *pub, void *p) {
   if (!pub) os_fatal("mmalloc: mm_heap_free(): NULL heap (freeing %p)\n", p);
   if (!p) return;
   heap_t *h = heap_of(pub);
+  /* The common case, from line 0 of the block's descriptor alone (as the
+   * inline mm_pool_free): an object of one of this heap's size-class
+   * pools, at a carved object boundary, not free, and room on the calling
+   * thread's list.  Everything else (large blocks, errors, full lists, the
+   * checked modes) below. */
   busy_enter(h);
+  uintptr_t a = (uintptr_t)p;
+  if (likely(slot_table_entry(a) == MM_SLOT_HEAP)) {
+    extent_t *e = slot_extent_of(slot_of_address(a), a);
+    uintptr_t w = atomic_load_relaxed(&e->xowner_tid);
+    pool_t *pl = (pool_t *)(w & ~MM_OWNER_POOL);
+    uint64_t off = a - e->page_start;
+    if ((w & MM_OWNER_POOL) && (void *)e->local_free == (void *)h && pl != &h->large &&
+        page_offset_carved(e, off) && page_offset_at_block(e, off)) {
+      uintptr_t *o = p;
+      mm_pool_cache_t *c = &pl->pub.cache[mm_pool_thread_];
+      if (likely(o[1] != (a ^ pl->pub.key) && c->count < c->limit)) {
+        o[0] = (uintptr_t)c->free;
+        o[1] = a ^ pl->pub.key;
+        c->free = o;
+        c->count++;
+        busy_leave(h);
+        return;
+      }
+    }
+  }
   extent_t *e;
   pool_t *owner = owner_of(h, p, "mm_heap_free", &e);
   if (owner == &h->large) {

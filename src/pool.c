@@ -15,10 +15,12 @@
  *
  * Invariants (the pool's lock held, and no thread in an inline call on it;
  * pool_is_valid checks them):
- *   every object on the depot or a thread's list lies in a block of this
- *   pool, at an object boundary below its block's xlimit, carries its
- *   canary (address ^ key), and is on one list once;
- *   depot_count and each cache's count are the lengths of their lists;
+ *   every object on the depot (a batch or the loose list) or a thread's
+ *   list lies in a block of this pool, at an object boundary below its
+ *   block's xlimit, carries its canary (address ^ key), and is on one list
+ *   once; no batch is empty;
+ *   depot_count is the number of objects in the batches and the loose
+ *   list, each batch's count and each cache's count its list's length;
  *   cache[0] is empty with limit 0; every other limit is the pool's limit,
  *   or 0 in a checked mode;
  *   the blocks are the POOL extents whose owner word names this pool;
@@ -54,6 +56,10 @@ _Static_assert(sizeof(mm_xslot_table[0]) == 1, "inline pool free: one byte per s
 _Static_assert(MM_POOL_THREADS <= 4096 && MM_POOL_THREADS % 64 == 0, "index bitmap");
 
 MM_EXPORT __thread unsigned mm_pool_thread_;
+__thread local_heap_t *mm_pool_home;
+
+void pool_set_home(local_heap_t *h) { mm_pool_home = h; }
+bool pool_has_home(void) { return mm_pool_home != NULL; }
 
 static mm_mutex_t pools_lock = {PTHREAD_MUTEX_INITIALIZER,
                                   {"pool list", MM_RANK_POOL_LIST, 0, 0}};
@@ -96,6 +102,7 @@ static unsigned thread_index(void) {
 void pool_thread_exit(void) {
   unsigned i = mm_pool_thread_;
   index_none = false;
+  mm_pool_home = NULL;
   if (!i) return;
   mm_pool_thread_ = 0;
   mutex_lock(&pools_lock);
@@ -109,7 +116,9 @@ void pool_thread_exit(void) {
 void pool_claim_block(extent_t *e, void *arg) {
   pool_t *pl = arg;
   e->kind = MM_EXTENT_POOL;
-  e->free = e->local_free = NULL;
+  e->free = NULL;
+  /* line 0 names the heap too, so that mm_heap_free reads only this line */
+  e->local_free = pl && pl->heap ? (block_t *)(void *)pl->heap : NULL;
   e->used = 0;
   e->page_start = e->node.start;
   e->block_size = pl ? pl->size : 0;
@@ -208,6 +217,69 @@ static void check_unwritten(const pool_t *pl, const uintptr_t *o) {
                "(byte %zu changed)\n", pl->name, (const void *)o, w * 8);
 }
 
+/* ---- the depot (the pool's lock held) ---------------------------------------------- */
+
+/* Room for more batches: the slots doubled (a page block's worth first). */
+static bool depot_grow(pool_t *pl) {
+  size_t cap = pl->batch_cap ? 2 * (size_t)pl->batch_cap : MM_DATABLOCK_SIZE / sizeof(*pl->batch);
+  if (cap > UINT32_MAX) return false;
+  struct pool_batch_s *b = pool_meta_alloc(cap * sizeof(*b));
+  if (!b) return false;
+  if (pl->batch) {
+    memcpy(b, pl->batch, pl->nbatches * sizeof(*b));
+    pool_meta_free(pl->batch);
+  }
+  pl->batch = b;
+  pl->batch_cap = (uint32_t)cap;
+  return true;
+}
+
+/* A list of n objects into the depot: a batch, or the loose list when no
+ * batch slot can be had (out of memory: then a walk to its tail). */
+static void depot_put(pool_t *pl, void *head, uint64_t n) {
+  mm_assert_internal(spin_held(&pl->lock) && head && n);
+  if (pl->nbatches < pl->batch_cap || depot_grow(pl)) {
+    pl->batch[pl->nbatches].head = head;
+    pl->batch[pl->nbatches].count = n;
+    pl->nbatches++;
+  } else {
+    uintptr_t *tail = head;
+    while (tail[0]) tail = (uintptr_t *)tail[0];
+    tail[0] = (uintptr_t)pl->loose;
+    pl->loose = head;
+  }
+  pl->depot_count += n;
+}
+
+/* A list of objects from the depot for a thread whose list is empty: a
+ * whole batch, or up to want loose ones; *got how many (0: none). */
+static void *depot_take(pool_t *pl, uint64_t want, uint64_t *got) {
+  mm_assert_internal(spin_held(&pl->lock));
+  uintptr_t *chain = NULL;
+  *got = 0;
+  if (pl->loose) {
+    chain = pl->loose;
+    uintptr_t *tail = chain;
+    for (*got = 1; *got < want && tail[0]; ++*got) tail = (uintptr_t *)tail[0];
+    pl->loose = (void *)tail[0];
+    tail[0] = 0;
+  } else if (pl->nbatches) {
+    if (want >= pl->batch[pl->nbatches - 1].count) {
+      pl->nbatches--;
+      chain = pl->batch[pl->nbatches].head;
+      *got = pl->batch[pl->nbatches].count;
+    } else { /* one object (a thread without a list) */
+      chain = pl->batch[pl->nbatches - 1].head;
+      pl->batch[pl->nbatches - 1].head = (void *)chain[0];
+      pl->batch[pl->nbatches - 1].count--;
+      chain[0] = 0;
+      *got = 1;
+    }
+  }
+  pl->depot_count -= *got;
+  return chain;
+}
+
 /* ---- create, release, destroy ------------------------------------------------------------ */
 
 void *pool_meta_alloc(size_t size) {
@@ -264,13 +336,7 @@ struct mm_pool_s *pool_create(const mm_pool_options_t *o) {
     spin_lock(&pl->lock);
     uint32_t got;
     void *chain = carve(pl, want > pl->capacity ? pl->capacity : (uint32_t)want, &got);
-    if (chain) {
-      uintptr_t *tail = chain;
-      while (tail[0]) tail = (uintptr_t *)tail[0];
-      tail[0] = (uintptr_t)pl->depot;
-      pl->depot = chain;
-      pl->depot_count += got;
-    }
+    if (chain) depot_put(pl, chain, got);
     spin_unlock(&pl->lock);
     if (!chain) {
       pool_destroy(&pl->pub);
@@ -289,7 +355,8 @@ static void drop_all(pool_t *pl) {
     pl->pub.cache[i].free = NULL;
     pl->pub.cache[i].count = 0;
   }
-  pl->depot = NULL;
+  pl->nbatches = 0;
+  pl->loose = NULL;
   pl->depot_count = 0;
   extent_t *e;
   while ((e = pl->blocks.first) != NULL) {
@@ -324,13 +391,15 @@ void pool_destroy(struct mm_pool_s *pub) {
   spin_unlock(&pl->lock);
   pl->pub.key = 0;
   pl->pub.cache = NULL; /* a late inline call faults at once, not later */
+  if (pl->batch) pool_meta_free(pl->batch);
   pool_meta_free(pl);
 }
 
 /* ---- the slow paths -------------------------------------------------------------------- */
 
 /* An object for a thread whose list is empty (or that has none): from the
- * depot, else carved; the thread's list gets up to half a limit more. */
+ * depot (a whole batch), else carved (half a limit); the rest of what
+ * came becomes the thread's list. */
 void *pool_alloc_slow(struct mm_pool_s *pub) {
   if (!pub) null_pool("mm_pool_alloc");
   return pool_alloc_any(pool_of(pub));
@@ -349,24 +418,19 @@ void *pool_alloc_any(pool_t *pl) {
     o[1] = 0;
     return o;
   }
-  uint32_t want = i ? pl->limit / 2 : 1;
+  uint32_t want = i ? pl->limit : 1;
   spin_lock(&pl->lock);
   if (unlikely(++pl->slow_calls % 256 == 0)) {
     spin_unlock(&pl->lock);
     MM_CHECK(3, "pool", pool_is_valid(pub, MM_WHY));
     spin_lock(&pl->lock);
   }
-  uintptr_t *chain = NULL;
-  uint32_t got = 0;
-  if (pl->depot) {
-    chain = pl->depot;
-    uintptr_t *tail = chain;
-    for (got = 1; got < want && tail[0]; got++) tail = (uintptr_t *)tail[0];
-    pl->depot = (void *)tail[0];
-    pl->depot_count -= got;
-    tail[0] = 0;
-  } else {
-    chain = carve(pl, want, &got);
+  uint64_t got = 0;
+  uintptr_t *chain = depot_take(pl, want, &got);
+  if (!chain) {
+    uint32_t carved;
+    chain = carve(pl, i ? pl->limit / 2 : 1, &carved);
+    got = carved;
   }
   spin_unlock(&pl->lock);
   if (!chain) return NULL; /* errno ENOMEM: carve */
@@ -430,31 +494,22 @@ void pool_free_checked(pool_t *pl, void *p, const char *call) {
     c->count++;
     return;
   }
-  /* The list is full: its first half stays, o and the rest go to the
-   * depot (or, for a thread without a list, o alone). */
-  uintptr_t *tail = o;
-  uint64_t n = 1;
+  /* The list is full: it goes to the depot whole, as a batch, and o starts
+   * a new one (for a thread without a list, o alone goes). */
+  o[0] = 0;
   if (i) {
-    uint64_t keep = c->count / 2;
-    uintptr_t *rest = c->free;
-    if (keep) {
-      uintptr_t *cut = rest;
-      for (uint64_t k = 1; k < keep; k++) cut = (uintptr_t *)cut[0];
-      rest = (uintptr_t *)cut[0];
-      cut[0] = 0;
-    } else {
-      c->free = NULL;
-    }
-    o[0] = (uintptr_t)rest;
-    for (; tail[0]; tail = (uintptr_t *)tail[0]) n++;
-    c->count = keep;
-  } else {
-    o[0] = 0;
+    void *head = c->free;
+    uint64_t n = c->count;
+    c->free = o;
+    c->count = 1;
+    if (!n) return; /* limit 0: only in a checked mode, where i is 0 */
+    spin_lock(&pl->lock);
+    depot_put(pl, head, n);
+    spin_unlock(&pl->lock);
+    return;
   }
   spin_lock(&pl->lock);
-  tail[0] = (uintptr_t)pl->depot;
-  pl->depot = o;
-  pl->depot_count += n;
+  depot_put(pl, o, 1);
   spin_unlock(&pl->lock);
 }
 
@@ -517,7 +572,25 @@ static bool chain_is_valid(pool_t *pl, const uintptr_t *head, uint64_t want, con
 bool pool_is_valid(struct mm_pool_s *pub, char *why, size_t why_size) {
   pool_t *pl = pool_of(pub);
   spin_lock(&pl->lock);
-  bool ok = chain_is_valid(pl, pl->depot, pl->depot_count, "depot", 0, why, why_size);
+  uint64_t in_batches = 0;
+  bool ok = true;
+  for (uint32_t b = 0; ok && b < pl->nbatches; b++) {
+    in_batches += pl->batch[b].count;
+    ok = pl->batch[b].count > 0 &&
+         chain_is_valid(pl, pl->batch[b].head, pl->batch[b].count, "depot batch", b, why, why_size);
+  }
+  if (ok) {
+    uint64_t loose = 0;
+    for (const uintptr_t *o = pl->loose; o && loose <= pl->depot_count; o = (const uintptr_t *)o[0])
+      loose++;
+    if (in_batches + loose != pl->depot_count) {
+      os_format(why, why_size, "pool \"%s\": depot holds %lu objects, its count says %lu",
+                pl->name, (unsigned long)(in_batches + loose), (unsigned long)pl->depot_count);
+      ok = false;
+    } else {
+      ok = chain_is_valid(pl, pl->loose, loose, "depot's loose list", 0, why, why_size);
+    }
+  }
   mm_pool_cache_t *c0 = &pub->cache[0];
   if (ok && (c0->free || c0->count || c0->limit)) {
     os_format(why, why_size, "pool \"%s\": list 0 is not empty", pl->name);

@@ -19,6 +19,7 @@
  *   magic       ceil(2^64 / object size): the divisibility test of page.h;
  *   block_size  the object size;
  *   xowner      NULL (a pool is not a thread heap);
+ *   local_free  the heap (heap.c) whose pool this is, or NULL;
  *   next/prev   the pool's list of its blocks (the pool's lock).
  * A block comes back to the page manager whole (mm_pool_release,
  * mm_pool_destroy, mm_page_block_free): into the page cache, where a
@@ -77,8 +78,11 @@ void heap_fork_child(void);
 void heap_foreach(void (*visit)(const char *name, const mm_heap_stats_t *s, void *arg), void *arg);
 /* The heap whose object p is, or NULL: for free()'s message. */
 const char *pool_block_heap_name(const extent_t *e);
-/* Does the calling thread need an index (and so thread-exit handling)? */
-MM_INLINE bool pool_thread_has_index(void) { return mm_pool_thread_ != 0; }
+/* The calling thread's local heap, where its pools and heaps take page
+ * blocks (set by the api on the thread's first pool or heap call; NULL
+ * until then). */
+void pool_set_home(local_heap_t *h);
+bool pool_has_home(void);
 
 /* Thread exit: the thread's index goes back (its free lists stay in the
  * pools, for the next thread that gets the index). */

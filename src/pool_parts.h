@@ -18,8 +18,16 @@ typedef struct pool_s {
   uint32_t capacity;    /* objects per page block */
   uint32_t limit;       /* a thread's list limit */
   uint64_t magic;
-  void *depot; /* free objects any thread may take */
-  uint64_t depot_count;
+  /* The depot: free objects any thread may take.  Whole lists a thread
+   * gave up (batches, moved in and out without a walk), and loose objects
+   * (from threads without a list, or when the batches are full). */
+  struct pool_batch_s {
+    void *head;
+    uint64_t count;
+  } *batch;              /* batch_cap slots (pool_meta_alloc), NULL at first */
+  uint32_t nbatches, batch_cap;
+  void *loose;
+  uint64_t depot_count; /* objects in batches and loose */
   extent_list_t blocks; /* POOL extents, the one being carved last */
   uint64_t nblocks;
   uint64_t carved;      /* objects carved from all blocks */
@@ -34,9 +42,13 @@ typedef struct pool_s {
 #define CACHE_OFFSET (((sizeof(pool_t) + MM_CACHE_LINE - 1) / MM_CACHE_LINE) * MM_CACHE_LINE)
 #define POOL_BYTES (CACHE_OFFSET + MM_POOL_THREADS * sizeof(mm_pool_cache_t))
 
-/* The local heap a pool takes its next page block from: the calling CPU's. */
+/* The local heap a pool takes its next page block from: the calling
+ * thread's (pool_set_home), so that the blocks a thread's pools give back
+ * are the ones they take again; the calling CPU's before it is known. */
+extern __thread local_heap_t *mm_pool_home;
 MM_INLINE local_heap_t *pool_local_heap(void) {
-  return &mm_heaps[(unsigned)os_current_cpu() % mm_nheaps];
+  local_heap_t *h = mm_pool_home;
+  return likely(h) ? h : &mm_heaps[(unsigned)os_current_cpu() % mm_nheaps];
 }
 
 /* Zeroed memory for a pool's or a heap's structure (a LARGE block of the
