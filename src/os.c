@@ -102,11 +102,16 @@ static inline void remap_hook(void *old, size_t size) {
  * it; only when that fails do we over-reserve by the alignment and trim
  * (which needs the extra address space for a moment: under an RLIMIT_AS it
  * may not be there). */
-void *os_reserve_offset(size_t size, size_t align, size_t offset) {
+static void *reserve(size_t size, size_t align, size_t offset, uintptr_t hint) {
   if (os_fault(MM_FAULT_RESERVE)) return NULL;
   if (size + align < size) return NULL;
   const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
   uintptr_t mask = (uintptr_t)align - 1;
+  if (hint && ((hint + offset) & mask) == 0) {
+    char *h = mmap((void *)hint, size, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
+    if (h == (char *)hint) return h;
+    if (h != MAP_FAILED) munmap(h, size); /* an old kernel took it as a hint */
+  }
   char *p = mmap(NULL, size, PROT_NONE, flags, -1, 0);
   if (p == MAP_FAILED) return NULL;
   if ((((uintptr_t)p + offset) & mask) == 0) return p;
@@ -131,7 +136,15 @@ void *os_reserve_offset(size_t size, size_t align, size_t offset) {
   return (void *)start;
 }
 
-void *os_reserve(size_t size, size_t align) { return os_reserve_offset(size, align, 0); }
+void *os_reserve_offset(size_t size, size_t align, size_t offset) {
+  return reserve(size, align, offset, 0);
+}
+
+void *os_reserve(size_t size, size_t align) { return reserve(size, align, 0, 0); }
+
+void *os_reserve_above(size_t size, size_t align, uintptr_t hint) {
+  return reserve(size, align, 0, hint);
+}
 
 /* Try to extend a reservation in place: reserve [p, p + size) exactly.
  * Fails (false) when anything is mapped there. */

@@ -27,6 +27,11 @@ enum {
 
 void os_init(void);
 void *os_reserve(size_t size, size_t align);
+/* The same, at hint exactly when that is free and aligned (else anywhere):
+ * the region asks for its slots in rising address order, so that first fit
+ * by address (the local heaps) reuses the oldest, most likely resident,
+ * memory before it touches a newer slot's. */
+void *os_reserve_above(size_t size, size_t align, uintptr_t hint);
 void *os_reserve_offset(size_t size, size_t align, size_t offset);
 bool os_reserve_at(void *p, size_t size);
 void os_release(void *p, size_t size);

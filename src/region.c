@@ -146,11 +146,25 @@ static void slot_header_init(slot_t *slot, uint32_t heap, uint32_t huge,
  * heap's lock (the region cannot name it: extent.c, which calls, asserts
  * it).  NULL with errno ENOMEM when the OS refuses. */
 slot_t *region_slot_new(uint32_t heap, extent_t **free_out) {
-  void *base = os_reserve(MM_SLOT_SIZE, MM_SLOT_SIZE);
+  /* Slots in rising address order (a hint; any heap's): first fit by
+   * address then reuses the oldest slots' memory, most likely resident,
+   * before a newer slot's untouched memory.  The kernel hands out
+   * addresses top-down, under the libraries, so the first slot goes where
+   * nothing usually is, 16 to 20 TiB up (at a random slot), with room to
+   * grow above it. */
+  static _Atomic(uintptr_t) xtop;
+  uintptr_t top = atomic_load_relaxed(&xtop);
+  if (!top) top = ((uintptr_t)16 << 40) + (uintptr_t)(os_random() % 32768) * MM_SLOT_SIZE;
+  void *base = os_reserve_above(MM_SLOT_SIZE, MM_SLOT_SIZE,
+                                top + MM_SLOT_SIZE <= ((uintptr_t)1 << 47) ? top : 0);
   if (!base) {
     errno = ENOMEM;
     return NULL;
   }
+  for (uintptr_t end = (uintptr_t)base + MM_SLOT_SIZE; end > top;)
+    if (atomic_compare_exchange_weak_explicit(&xtop, &top, end, memory_order_relaxed,
+                                              memory_order_relaxed))
+      break;
   if (!os_commit(base, MM_SLOT_META_SIZE)) {
     os_release(base, MM_SLOT_SIZE);
     errno = ENOMEM;
