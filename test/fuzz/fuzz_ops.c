@@ -5,7 +5,7 @@
  * libFuzzer (fuzz_driver).  test/fuzz/README.md gives the input format byte
  * by byte; in short, an input is a sequence of operations:
  *
- *    op byte % 17      operands            what
+ *    op byte % 19      operands            what
  *     0 malloc          slot size           a new block in the slot (a live
  *     1 calloc          slot size elem        occupant is freed first)
  *     2 realloc         slot size           grow, shrink, from NULL, to 0
@@ -26,6 +26,10 @@
  *                                             thread and freed by one
  *    15 free-all        who                 free every slot (main/helper/both)
  *    16 purge-delay     value               mm_option_set("purge_delay_ms", ..)
+ *    17 pool            obj how             mmalloc's object pools (2 per input):
+ *                                             alloc, free, release, statistics
+ *    18 heap            obj how [align] [size]  a heap: malloc, calloc, realloc,
+ *                                             aligned, free, destroy, usable, stats
  *
  * A size is 1 to 4 bytes: tiny (0..63), small (64 B..33 KiB), large (32 KiB
  * ..4 MiB), or special: a size-class or block-kind boundary (+-128 B), huge
@@ -141,7 +145,7 @@ typedef enum call_kind_e {
 
 enum op_e {
   OP_ON_HELPER = CALL_KINDS, OP_NEW_HELPER, OP_COLLECT, OP_BURST, OP_FREE_ALL,
-  OP_PURGE_DELAY, OP_COUNT
+  OP_PURGE_DELAY, OP_POOL, OP_HEAP, OP_COUNT
 };
 
 static const char *const call_names[CALL_KINDS] = {
@@ -793,8 +797,14 @@ static int span_order(const void *a, const void *b) {
   return (x->start > y->start) - (x->start < y->start);
 }
 
-static const char *span_kind(span_t a) { return a.slot < NSLOTS ? "slot" : "burst block"; }
-static unsigned span_index(span_t a) { return a.slot < NSLOTS ? a.slot : a.slot - NSLOTS; }
+#define PH_OBJS 64 /* pool and heap objects (ops 17, 18) */
+#define PH_BASE (NSLOTS + BURST_MAX)
+static const char *span_kind(span_t a) {
+  return a.slot < NSLOTS ? "slot" : a.slot < PH_BASE ? "burst block" : "pool/heap object";
+}
+static unsigned span_index(span_t a) {
+  return a.slot < NSLOTS ? a.slot : a.slot < PH_BASE ? a.slot - NSLOTS : a.slot - PH_BASE;
+}
 
 static __attribute__((noreturn)) void fail_overlap(int side, span_t a, span_t b) {
   fail(side, "%s %u (%p+%zu) and %s %u (%p+%zu) overlap", span_kind(a), span_index(a),
@@ -802,10 +812,28 @@ static __attribute__((noreturn)) void fail_overlap(int side, span_t a, span_t b)
        (void *)b.start, (size_t)(b.end - b.start));
 }
 
+/* The objects of ops 17 and 18 (mmalloc's side only). */
+typedef struct ph_obj_s {
+  unsigned char *p;
+  size_t len, usable;
+  unsigned owner; /* 0, 1: pool; 2: the heap */
+  uint64_t seed;
+  bool live;
+} ph_obj_t;
+
+static struct {
+  mm_pool_t *pool[2];
+  size_t pool_size[2];
+  mm_heap_t *heap;
+  ph_obj_t obj[PH_OBJS];
+} ph;
+
 /* No two live objects (and burst blocks) share a byte of their usable sizes. */
 static void check_no_overlap(int side) {
-  span_t spans[NSLOTS + BURST_MAX];
+  span_t spans[NSLOTS + BURST_MAX + PH_OBJS];
   size_t n = 0;
+  for (unsigned i = 0; side == SIDE_MM && i < PH_OBJS; i++)
+    if (ph.obj[i].live) spans[n++] = span_of(ph.obj[i].p, ph.obj[i].usable, PH_BASE + i);
   for (unsigned i = 0; i < NSLOTS; i++) {
     const object_t *o = &st.slots[i].side[side];
     if (st.slots[i].live) spans[n++] = span_of(o->p, o->usable, i);
@@ -838,7 +866,11 @@ static void compare_contents(unsigned slot) {
     fail(-1, "slot %u: contents differ in the first %zu bytes", slot, n);
 }
 
+static void ph_check(unsigned i);
+
 static void check_all(void) {
+  for (unsigned i = 0; i < PH_OBJS; i++)
+    if (ph.obj[i].live) ph_check(i);
   for (int side = 0; side < cfg.nsides; side++) {
     for (unsigned i = 0; i < NSLOTS; i++)
       if (st.slots[i].live) check_object(side, i, false);
@@ -1161,6 +1193,221 @@ static void op_new_helper(void) {
   helper_restart();
 }
 
+/* ---- ops 17 and 18: mmalloc's object pools and a heap ------------------------------
+ * On mmalloc's side only (glibc has neither).  Each input has two pools,
+ * made on first use with an object size from `how` (bits 4-6: 16, 24, 56,
+ * 100, 256, 1000, 4096 or 32768 bytes), and one heap; their objects live
+ * in a table of PH_OBJS, carry a pattern like the slots' and are checked
+ * after every step, and no two of them (nor a slot or a burst block) share
+ * a byte.  Bit 3 of `how`: the helper thread makes the call. */
+
+static const size_t ph_pool_sizes[8] = {16, 24, 56, 100, 256, 1000, 4096, 32768};
+
+static void ph_check(unsigned i) {
+  const ph_obj_t *o = &ph.obj[i];
+  size_t head = o->len < FULL_CHECK_MAX ? o->len : FULL_CHECK_MAX;
+  size_t bad = covered_mismatch(o->p, o->len, 0, head, o->seed);
+  if (bad == SIZE_MAX && o->len > head) bad = covered_mismatch(o->p, o->len, o->len - 4096, o->len, o->seed);
+  if (bad != SIZE_MAX)
+    fail(SIDE_MM, "%s object %u: byte %zu of %zu at %p corrupted", o->owner < 2 ? "pool" : "heap",
+         i, bad, o->len, (void *)o->p);
+}
+
+typedef struct ph_job_s {
+  int what; /* 0 pool alloc, 1 free, 2 heap malloc, 3 calloc, 4 realloc, 5 aligned */
+  unsigned owner;
+  void *old, *res;
+  size_t size, align;
+  int err;
+} ph_job_t;
+
+static void ph_task(void *arg) {
+  ph_job_t *j = arg;
+  errno = 0;
+  switch (j->what) {
+  case 0: j->res = mm_pool_alloc(ph.pool[j->owner]); break;
+  case 1:
+    if (j->owner < 2) mm_pool_free(ph.pool[j->owner], j->old);
+    else mm_heap_free(ph.heap, j->old);
+    break;
+  case 2: j->res = mm_heap_malloc(ph.heap, j->size); break;
+  case 3: j->res = mm_heap_calloc(ph.heap, 1, j->size); break;
+  case 4: j->res = mm_heap_realloc(ph.heap, j->old, j->size); break;
+  default: j->res = mm_heap_aligned(ph.heap, j->align, j->size); break;
+  }
+  j->err = errno;
+}
+
+static void ph_drop(unsigned i) {
+  ph_obj_t *o = &ph.obj[i];
+  st.live_req -= o->len;
+  o->live = false;
+}
+
+static void ph_free(unsigned i, bool on_helper) {
+  ph_obj_t *o = &ph.obj[i];
+  ph_check(i);
+  ph_job_t j = {.what = 1, .owner = o->owner, .old = o->p};
+  run_on(on_helper, ph_task, &j);
+  ph_drop(i);
+}
+
+/* A new object in entry i: checked against the others, then patterned. */
+static void ph_adopt(unsigned i, unsigned owner, void *p, size_t len, size_t usable,
+                     size_t align) {
+  ph_obj_t *o = &ph.obj[i];
+  if (usable < len) fail(SIDE_MM, "%p: usable size %zu < %zu", p, usable, len);
+  if ((uintptr_t)p % align) fail(SIDE_MM, "%p is not aligned to %zu", p, align);
+  *o = (ph_obj_t){p, len, usable, owner, next_seed(0x9009 + i), true};
+  st.live_req += len;
+  check_no_overlap(SIDE_MM);
+  covered_fill(o->p, len, 0, len, o->seed);
+}
+
+static unsigned ph_live_of(unsigned owner) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < PH_OBJS; i++) n += ph.obj[i].live && ph.obj[i].owner == owner;
+  return n;
+}
+
+static void op_pool(reader_t *r) {
+  unsigned i = read_u8(r) % PH_OBJS, how = read_u8(r), k = (how >> 2) & 1;
+  bool on_helper = how & 8;
+  if (!ph.pool[k]) {
+    mm_pool_options_t o = {.object_size = ph_pool_sizes[(how >> 4) & 7], .name = k ? "fuzz 1" : "fuzz 0"};
+    ph.pool[k] = mm_pool_create(&o);
+    if (!ph.pool[k]) fail(SIDE_MM, "mm_pool_create(%zu) failed: errno %d", o.object_size, errno);
+    mm_pool_stats_t s;
+    mm_pool_stats(ph.pool[k], &s);
+    ph.pool_size[k] = s.object_size;
+  }
+  snprintf(st.what, sizeof st.what, "pool %u: %s, object %u%s", k,
+           (const char *[]){"alloc", "free", "release", "stats"}[how & 3], i,
+           on_helper ? " by the helper thread" : "");
+  trace_step();
+  switch (how & 3) {
+  case 0: {
+    if (ph.obj[i].live) ph_free(i, on_helper);
+    if (st.live_req + ph.pool_size[k] > LIVE_CAP) return;
+    ph_job_t j = {.what = 0, .owner = k};
+    run_on(on_helper, ph_task, &j);
+    if (!j.res) fail(SIDE_MM, "mm_pool_alloc returned NULL (errno %d)", j.err);
+    size_t sz = ph.pool_size[k];
+    ph_adopt(i, k, j.res, sz, sz, sz % 16 ? 8 : 16);
+    break;
+  }
+  case 1:
+    if (ph.obj[i].live) ph_free(i, on_helper);
+    break;
+  case 2: {
+    for (unsigned e = 0; e < PH_OBJS; e++)
+      if (ph.obj[e].live && ph.obj[e].owner == k) {
+        ph_check(e);
+        ph_drop(e);
+      }
+    mm_pool_release(ph.pool[k]);
+    mm_pool_stats_t s;
+    mm_pool_stats(ph.pool[k], &s);
+    if (s.objects || s.blocks) fail(SIDE_MM, "after mm_pool_release: %zu objects in %zu blocks", s.objects, s.blocks);
+    break;
+  }
+  default: {
+    mm_pool_stats_t s;
+    if (mm_pool_stats(ph.pool[k], &s)) fail(SIDE_MM, "mm_pool_stats failed");
+    if (s.objects - s.free_objects != ph_live_of(k))
+      fail(SIDE_MM, "pool %u: %zu live objects, the model has %u", k, s.objects - s.free_objects,
+           ph_live_of(k));
+    break;
+  }
+  }
+}
+
+/* how % 8: 0 malloc, 1 calloc, 2 realloc, 3 aligned, 4 free, 5 destroy,
+ * 6 usable, 7 stats; then for 0-3 an alignment (3) and a size. */
+static void op_heap(reader_t *r) {
+  unsigned i = read_u8(r) % PH_OBJS, how = read_u8(r), what = how % 8;
+  bool on_helper = how & 8;
+  size_t align = what == 3 ? read_align(r) : 16, size = what < 4 ? read_size(r) : 0;
+  if (!ph.heap && !(ph.heap = mm_heap_new("fuzz"))) fail(SIDE_MM, "mm_heap_new failed");
+  static const char *const names[] = {"malloc", "calloc", "realloc", "aligned", "free",
+                                      "destroy", "usable", "stats"};
+  snprintf(st.what, sizeof st.what, "heap: %s(%zu, %zu), object %u%s", names[what], align, size,
+           i, on_helper ? " by the helper thread" : "");
+  trace_step();
+  ph_obj_t *o = &ph.obj[i];
+  bool mine = o->live && o->owner == 2;
+  switch (what) {
+  case 0: case 1: case 2: case 3: {
+    bool big = size > ((size_t)64 << 20), bad_align = !is_pow2(align) || align > 4096;
+    if (!big && size > ((size_t)4 << 20)) size &= ((size_t)4 << 20) - 1; /* keep it cheap */
+    if (!big && st.live_req - (what == 2 && mine ? o->len : 0) + size > LIVE_CAP) return;
+    if (what != 2 && o->live) ph_free(i, on_helper);
+    if (what == 2 && o->live && !mine) ph_free(i, on_helper);
+    mine = o->live;
+    ph_job_t j = {.what = 2 + (int)what, .old = mine ? o->p : NULL, .size = size, .align = align};
+    if (mine) ph_check(i);
+    run_on(on_helper, ph_task, &j);
+    if (what == 3 && bad_align) {
+      if (j.res || j.err != EINVAL) fail(SIDE_MM, "mm_heap_aligned(%zu): %p errno %d, expected EINVAL", align, j.res, j.err);
+      return;
+    }
+    if (big) {
+      if (j.res || j.err != ENOMEM) fail(SIDE_MM, "heap %s(%zu): %p errno %d, expected ENOMEM", names[what], size, j.res, j.err);
+      if (mine) ph_check(i); /* a failed realloc left it as it was */
+      return;
+    }
+    if (what == 2 && mine && size == 0) {
+      if (j.res) fail(SIDE_MM, "mm_heap_realloc(p, 0) returned %p", j.res);
+      ph_drop(i);
+      return;
+    }
+    if (!j.res) fail(SIDE_MM, "heap %s(%zu) returned NULL (errno %d)", names[what], size, j.err);
+    if (what == 1 && first_nonzero(j.res, size) != SIZE_MAX) fail(SIDE_MM, "mm_heap_calloc memory not zero");
+    size_t usable = mm_heap_usable_size(ph.heap, j.res);
+    if (what == 2 && mine) { /* the first min(old, new) bytes came along */
+      size_t keep = o->len < size ? o->len : size, seed = o->seed;
+      size_t bad = covered_mismatch(j.res, keep, 0, keep < FULL_CHECK_MAX ? keep : FULL_CHECK_MAX, seed);
+      if (bad != SIZE_MAX) fail(SIDE_MM, "mm_heap_realloc lost byte %zu", bad);
+      ph_drop(i);
+    }
+    ph_adopt(i, 2, j.res, size, usable, what == 3 ? align : 16);
+    break;
+  }
+  case 4:
+    if (mine) ph_free(i, on_helper);
+    break;
+  case 5:
+    for (unsigned e = 0; e < PH_OBJS; e++)
+      if (ph.obj[e].live && ph.obj[e].owner == 2) {
+        ph_check(e);
+        ph_drop(e);
+      }
+    mm_heap_destroy(ph.heap);
+    ph.heap = NULL;
+    break;
+  case 6:
+    if (mine && mm_heap_usable_size(ph.heap, o->p) != o->usable)
+      fail(SIDE_MM, "heap object %u: usable size changed from %zu", i, o->usable);
+    break;
+  default: {
+    mm_heap_stats_t s;
+    if (mm_heap_stats(ph.heap, &s)) fail(SIDE_MM, "mm_heap_stats failed");
+    if (s.live_objects != ph_live_of(2))
+      fail(SIDE_MM, "heap: %zu live objects, the model has %u", s.live_objects, ph_live_of(2));
+    break;
+  }
+  }
+}
+
+static void ph_end(void) {
+  for (unsigned i = 0; i < PH_OBJS; i++)
+    if (ph.obj[i].live) ph_free(i, false);
+  for (int k = 0; k < 2; k++)
+    if (ph.pool[k]) mm_pool_destroy(ph.pool[k]);
+  if (ph.heap) mm_heap_destroy(ph.heap);
+  memset(&ph, 0, sizeof ph);
+}
+
 static void run_op(reader_t *r) {
   unsigned op = read_u8(r) % OP_COUNT;
   if (op < CALL_KINDS) {
@@ -1174,6 +1421,8 @@ static void run_op(reader_t *r) {
   case OP_BURST: op_burst(r); break;
   case OP_FREE_ALL: op_free_all(r); break;
   case OP_PURGE_DELAY: op_purge_delay(r); break;
+  case OP_POOL: op_pool(r); break;
+  case OP_HEAP: op_heap(r); break;
   default: break;
   }
 }
@@ -1211,6 +1460,7 @@ static void fuzz_init(void) {
 
 /* Free what is left (checking it), put the option back, forget the input. */
 static void input_end(void) {
+  ph_end();
   for (unsigned i = 0; i < NSLOTS; i++)
     if (st.slots[i].live) slot_call((call_t){.kind = CALL_FREE, .slot = i}, false);
   if (st.purge_changed && mm_option_set("purge_delay_ms", cfg.purge_default))

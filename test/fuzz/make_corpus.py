@@ -23,7 +23,11 @@ PTRDIFF_MAX = (1 << 63) - 1
 OPS = {name: code for code, name in enumerate([
     "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
     "aligned_alloc", "memalign", "valloc", "pvalloc", "usable",
-    "helper", "new_helper", "collect", "burst", "free_all", "purge_delay"])}
+    "helper", "new_helper", "collect", "burst", "free_all", "purge_delay",
+    "pool", "heap"])}
+POOL_ACTIONS = ["alloc", "free", "release", "stats"]
+POOL_SIZES = [16, 24, 56, 100, 256, 1000, 4096, 32768]
+HEAP_ACTIONS = ["malloc", "calloc", "realloc", "aligned", "free", "destroy", "usable", "stats"]
 
 # fuzz_ops.c's tables, in the same order.
 BOUNDARY = [0, 1, 16, 17, 64, 65, 128, 1024, 1025, 4096, 4097, 8192, 32 * KiB,
@@ -164,6 +168,24 @@ def purge_delay(ms):
     return bytes([OPS["purge_delay"], [0, 1, 10, 100].index(ms)])
 
 
+def pool(obj, action, which=0, object_size=16, by_helper=False):
+    """op 17: `action` on pool `which` (made with object_size on first use)."""
+    how = POOL_ACTIONS.index(action) | which << 2 | by_helper << 3 | POOL_SIZES.index(object_size) << 4
+    return bytes([OPS["pool"], obj, how])
+
+
+def heap(obj, action, n=0, a=16, by_helper=False):
+    """op 18: `action` on the input's heap; malloc..aligned take a size (aligned also an
+    alignment first)."""
+    k = HEAP_ACTIONS.index(action)
+    out = bytes([OPS["heap"], obj, k | by_helper << 3])
+    if k == 3:
+        out += align(a)
+    if k < 4:
+        out += size(n)
+    return out
+
+
 def program(*steps):
     return b"".join(steps)
 
@@ -293,6 +315,32 @@ def corpus():
     files["live-cap"] = program(
         *[malloc(i, 60 * MiB) for i in range(6)], realloc(0, 70 * MiB), free(1),
         malloc(1, 50 * MiB))
+    files["pool-basic"] = program(
+        *[pool(i, "alloc", 0, 56) for i in range(20)],
+        *[pool(i, "free") for i in range(0, 20, 3)], pool(0, "stats"),
+        *[pool(20 + i, "alloc", 1, 4096, by_helper=i % 2 == 1) for i in range(10)],
+        *[pool(20 + i, "free", 1, by_helper=i % 3 == 0) for i in range(10)],
+        pool(0, "stats", 1), pool(1, "release"), pool(2, "alloc"), pool(0, "stats"))
+    files["pool-remote-release"] = program(
+        *[pool(i, "alloc", 0, 16, by_helper=True) for i in range(60)],
+        *[pool(i, "free") for i in range(30)], new_helper(),
+        *[pool(i, "alloc") for i in range(30)], pool(0, "stats"), pool(0, "release"),
+        *[pool(i, "alloc", 1, 32768) for i in range(5)], pool(0, "release", 1))
+    files["heap-basic"] = program(
+        *[heap(i, "malloc", n) for i, n in enumerate([0, 1, 16, 17, 1000, 32 * KiB, 32 * KiB + 1,
+                                                        200 * KiB, 3 * MiB])],
+        heap(9, "calloc", 5000), heap(10, "aligned", 3000, 256), heap(11, "aligned", 100, 4096),
+        heap(12, "aligned", 100, 24), heap(13, "aligned", 100, 8192), heap(14, "malloc", SIZE_MAX),
+        heap(15, "malloc", 64 * MiB + 1), heap(0, "usable"), heap(0, "stats"),
+        heap(1, "realloc", 5000), heap(2, "realloc", 100 * KiB), heap(7, "realloc", 10),
+        heap(3, "realloc", 0), heap(4, "realloc", SIZE_MAX), heap(5, "free"), heap(0, "stats"),
+        heap(6, "destroy"), heap(0, "malloc", 40), heap(0, "stats"))
+    files["heap-helper"] = program(
+        *[heap(i, "malloc", 24 + 40 * i, by_helper=True) for i in range(30)],
+        *[heap(i, "free") for i in range(15)],
+        *[heap(i, "realloc", 9000, by_helper=True) for i in range(15, 30)], new_helper(),
+        *[heap(i, "calloc", 300) for i in range(15)], heap(0, "stats"),
+        pool(40, "alloc", 0, 100), heap(41, "malloc", 100), burst(50, 100), heap(0, "destroy"))
     for k in range(6):
         files["mixed-%d" % k] = mixed(random.Random(1000 + k), 60 + 20 * k)
     return files
