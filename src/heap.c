@@ -162,7 +162,7 @@ static void *large_alloc(heap_t *h, size_t size) {
   spin_lock(&h->lock);
   extent_list_push_back(&h->large_blocks, e);
   h->nlarge++;
-  h->large_bytes += n << MM_DATABLOCK_SHIFT;
+  h->large_bytes += extent_usable(e);
   spin_unlock(&h->lock);
   return (void *)e->node.start;
 }
@@ -269,7 +269,7 @@ void heap_free(struct mm_heap_s *pub, void *p) {
     spin_lock(&h->lock);
     extent_list_remove(&h->large_blocks, e);
     h->nlarge--;
-    h->large_bytes -= e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+    h->large_bytes -= extent_usable(e);
     spin_unlock(&h->lock);
     local_heap_unlend(e);
   } else {
@@ -284,7 +284,7 @@ size_t heap_usable_size(struct mm_heap_s *pub, const void *p) {
   heap_t *h = heap_of(pub);
   extent_t *e;
   pool_t *owner = owner_of(h, p, "mm_heap_usable_size", &e);
-  if (owner == &h->large) return e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  if (owner == &h->large) return extent_usable(e);
   pool_check_free(owner, p, "mm_heap_usable_size"); /* at a boundary, not free */
   return owner->size;
 }
@@ -299,7 +299,7 @@ void *heap_realloc(struct mm_heap_s *pub, void *p, size_t size) {
   heap_t *h = heap_of(pub);
   extent_t *e;
   pool_t *owner = owner_of(h, p, "mm_heap_realloc", &e);
-  size_t old = owner == &h->large ? e->node.ndatablocks << MM_DATABLOCK_SHIFT : owner->size;
+  size_t old = owner == &h->large ? extent_usable(e) : owner->size;
   if (owner != &h->large) pool_check_free(owner, p, "mm_heap_realloc");
   /* it fits and would not fit a class half its size: keep it */
   if (size <= old && (size > old / 2 || old <= 16)) return p;

@@ -136,7 +136,7 @@ void local_heap_lend_locked(local_heap_t *h, extent_t *e) {
   mm_assert_internal(local_heap_locked(h) && local_heap_of_extent(e) == h);
   mm_assert_internal(e->kind == MM_EXTENT_POOL);
   h->lent_blocks++;
-  h->lent_bytes += e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  h->lent_bytes += extent_usable(e); /* not its guard (secure mode) */
 }
 
 void local_heap_unlend(extent_t *e) {
@@ -144,7 +144,7 @@ void local_heap_unlend(extent_t *e) {
   local_heap_lock(h);
   mm_assert(e->kind == MM_EXTENT_POOL && h->lent_blocks > 0);
   h->lent_blocks--;
-  h->lent_bytes -= e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  h->lent_bytes -= extent_usable(e);
   atomic_store_relaxed(&e->xowner_tid, 0);
   atomic_store_relaxed(&e->xlimit, 0);
   e->used = 0;

@@ -165,6 +165,8 @@ void page_block_free(void *p) {
   local_heap_unlend(e);
 }
 
+static void fill_free(const pool_t *pl, uintptr_t *o);
+
 /* ---- carving ------------------------------------------------------------------------- */
 
 /* Up to want objects carved from the pool's last block (a new one when it
@@ -192,6 +194,7 @@ static void *carve(pool_t *pl, uint32_t want, uint32_t *got) {
     uintptr_t *o = (uintptr_t *)(first + (uintptr_t)k * pl->size);
     o[0] = k + 1 < n ? (uintptr_t)o + pl->size : 0;
     o[1] = (uintptr_t)o ^ key;
+    fill_free(pl, o); /* secure mode: fresh objects carry the fill too */
   }
   atomic_store_relaxed(&e->xlimit, limit + (uint64_t)n * pl->size);
   pl->carved += n;
@@ -208,13 +211,25 @@ static void fill_free(const pool_t *pl, uintptr_t *o) {
   for (size_t w = 2; w < pl->size / 8; w++) o[w] = options.zero_on_free ? 0 : FILL_WORD;
 }
 
+/* Secure mode: the object about to be handed out is a free object of pl
+ * that nothing wrote into since it was freed (the link was followed only
+ * into an object of pl: a forged link is caught here, never returned). */
 static void check_unwritten(const pool_t *pl, const uintptr_t *o) {
   if (!options.secure) return;
+  const char *call = pl->heap ? "mm_heap_malloc" : "mm_pool_alloc";
+  extent_t *e = pool_block_at(o);
+  uint64_t off = e ? (uintptr_t)o - e->page_start : 0;
+  if (!e || pool_of_block(e) != &pl->pub || !page_offset_at_block(e, off) ||
+      !page_offset_carved(e, off))
+    pool_fail(call, pl, "free list overwritten (a freed object's link written after the free):", o);
+  if (o[1] != ((uintptr_t)o ^ pl->pub.key))
+    os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte 8 "
+             "changed)\n", call, pl->heap ? "heap" : "pool", pl->name, (const void *)o);
   uint64_t f = options.zero_on_free ? 0 : FILL_WORD;
   for (size_t w = 2; w < pl->size / 8; w++)
     if (o[w] != f)
-      os_fatal("mmalloc: mm_pool_alloc(): pool \"%s\": object %p was written after it was freed "
-               "(byte %zu changed)\n", pl->name, (const void *)o, w * 8);
+      os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte %zu "
+               "changed)\n", call, pl->heap ? "heap" : "pool", pl->name, (const void *)o, w * 8);
 }
 
 /* ---- the depot (the pool's lock held) ---------------------------------------------- */
@@ -268,10 +283,24 @@ static void *depot_take(pool_t *pl, uint64_t want, uint64_t *got) {
       pl->nbatches--;
       chain = pl->batch[pl->nbatches].head;
       *got = pl->batch[pl->nbatches].count;
+      if (options.secure && *got == 1 && chain[0]) /* as below */
+        os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte "
+                 "0 changed)\n", pl->heap ? "mm_heap_malloc" : "mm_pool_alloc",
+                 pl->heap ? "heap" : "pool", pl->name, (void *)chain);
     } else { /* one object (a thread without a list) */
-      chain = pl->batch[pl->nbatches - 1].head;
-      pl->batch[pl->nbatches - 1].head = (void *)chain[0];
-      pl->batch[pl->nbatches - 1].count--;
+      struct pool_batch_s *b = &pl->batch[pl->nbatches - 1];
+      chain = b->head;
+      b->head = (void *)chain[0];
+      if (--b->count == 0) {
+        /* the batch's last object: its link was NULL (secure mode: a
+         * write into it is caught here; a link is followed only into an
+         * object checked before it is handed out) */
+        if (options.secure && b->head)
+          os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte "
+                   "0 changed)\n", pl->heap ? "mm_heap_malloc" : "mm_pool_alloc",
+                   pl->heap ? "heap" : "pool", pl->name, (void *)chain);
+        pl->nbatches--;
+      }
       chain[0] = 0;
       *got = 1;
     }

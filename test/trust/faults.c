@@ -113,7 +113,14 @@ typedef struct obj_s {
   unsigned char *p;
   size_t size;
   unsigned char fill;
+  unsigned char kind; /* 0 malloc, 1 the pool, 2 the heap */
 } obj_t;
+/* An object pool and a heap, made before the fault and used under it and
+ * after it: an allocation from either gives an object or NULL with ENOMEM,
+ * and both work again once the fault stops. */
+#define POOL_OBJECT 200
+static mm_pool_t *pool;
+static mm_heap_t *heap;
 static obj_t objs[SLOTS];
 static long nulls, bad_errno, damaged, not_zero;
 
@@ -184,8 +191,11 @@ static void take(obj_t *o, void *p, size_t size, unsigned char f, bool zeroed) {
 }
 
 static void drop(obj_t *o) {
-  mm_free(o->p);
+  if (o->kind == 1) mm_pool_free(pool, o->p);
+  else if (o->kind == 2) mm_heap_free(heap, o->p);
+  else mm_free(o->p);
   o->p = NULL;
+  o->kind = 0;
 }
 
 static size_t pick_size(uint64_t r) {
@@ -201,8 +211,9 @@ static size_t pick_size(uint64_t r) {
 }
 
 /* The scripted workload: deterministic, STEPS steps of malloc, realloc
- * (grow and shrink, in place or moved), posix_memalign, calloc, free and
- * now and then mm_collect. */
+ * (grow and shrink, in place or moved), posix_memalign, calloc, free, now
+ * and then mm_collect, and objects of the pool and the heap (heap objects
+ * also reallocated). */
 static void workload(uint64_t seed) {
   uint64_t s = seed;
   for (int step = 0; step < STEPS; step++) {
@@ -211,7 +222,7 @@ static void workload(uint64_t seed) {
     obj_t *o = &objs[r % SLOTS];
     unsigned char f = (unsigned char)(step * 7 + 1);
     size_t size = pick_size(r >> 8);
-    switch ((r >> 40) % 6) {
+    switch ((r >> 40) % 8) {
     case 0:
     case 1:
       if (o->p) drop(o);
@@ -220,8 +231,9 @@ static void workload(uint64_t seed) {
       break;
     case 2: {
       if (!o->p) break;
+      if (o->kind == 1) break; /* pool objects have one size */
       errno = 0;
-      unsigned char *q = mm_realloc(o->p, size);
+      unsigned char *q = o->kind == 2 ? mm_heap_realloc(heap, o->p, size) : mm_realloc(o->p, size);
       if (!q) {
         failed_alloc(errno); /* the old block stays: check_all looks at it */
         break;
@@ -250,6 +262,18 @@ static void workload(uint64_t seed) {
       if (o->p) drop(o);
       errno = 0;
       take(o, mm_calloc(1, size), size, f, true);
+      break;
+    case 6:
+      if (o->p) drop(o);
+      errno = 0;
+      take(o, mm_pool_alloc(pool), POOL_OBJECT, f, false);
+      if (o->p) o->kind = 1;
+      break;
+    case 7:
+      if (o->p) drop(o);
+      errno = 0;
+      take(o, mm_heap_malloc(heap, size), size, f, false);
+      if (o->p) o->kind = 2;
       break;
     default:
       if (o->p) drop(o);
@@ -285,7 +309,7 @@ static void lock_probe(void) {
   /* A large block that grows (in place when the space behind it is free,
    * which after address-space pressure may have been unmapped), every
    * filled byte checked and the grown block filled. */
-  obj_t o = {NULL, 0, 0x5A};
+  obj_t o = {NULL, 0, 0x5A, 0};
   errno = 0;
   take(&o, mm_malloc(100000), 100000, 0x5A, false);
   if (o.p) {
@@ -344,6 +368,13 @@ static int run_case(int kind, long n, int sticky) {
    * run; trust_purger_refused tests the thread under fault injection. */
   mm_option_set("purge_thread_mib", 0);
   mm_option_set("hugepages", 0);
+  mm_pool_options_t po = {.object_size = POOL_OBJECT, .name = "faults"};
+  pool = mm_pool_create(&po);
+  heap = mm_heap_new("faults");
+  if (!pool || !heap) {
+    fprintf(stderr, "trust_faults: no pool or heap before any fault\n");
+    return 1;
+  }
   probe_start();
   long calls0 = mm_test_fault_count(kind);
   mm_test_fault_set(kind, n, sticky);
@@ -364,6 +395,8 @@ static int run_case(int kind, long n, int sticky) {
   nulls = 0;
   workload(1234);
   free_all();
+  mm_pool_destroy(pool);
+  mm_heap_destroy(heap);
   mm_collect();
   alarm(0);
   if (damaged || not_zero || bad_errno || nulls || nulls_probe) {
@@ -490,6 +523,10 @@ static int count_main(void) {
   mm_option_set("purge_delay_ms", 0);
   mm_option_set("purge_thread_mib", 0); /* as run_case */
   mm_option_set("hugepages", 0);
+  mm_pool_options_t po = {.object_size = POOL_OBJECT, .name = "faults"};
+  pool = mm_pool_create(&po); /* as run_case, before counting */
+  heap = mm_heap_new("faults");
+  if (!pool || !heap) return 1;
   probe_start();
   long before[KINDS];
   for (int k = 0; k < KINDS; k++) before[k] = mm_test_fault_count(k);

@@ -22,6 +22,11 @@
  *              canary word) is caught when the block is reused: the process
  *              dies (SIGABRT) with one line on stderr naming mmalloc and the
  *              block's address;
+ *     pool     the same for an object pool: a write into a freed object's
+ *              body, canary word or link word, or a forged link, is caught
+ *              when the pool hands the object out again (one line naming
+ *              mmalloc, the call, the pool and the object; abort), and the
+ *              forged link is never followed;
  *   zero       secure, and MMALLOC_ZERO_ON_FREE=1: everything above, and a
  *              freed block reads as zero past the allocator's two words
  *              (inspected in the freed block), and once malloc hands it out
@@ -274,6 +279,33 @@ static void write_after_free(void) {
     if (!malloc(64)) _exit(SETUP + 1);
 }
 
+/* The same for an object of a pool: a write into a freed object's body,
+ * canary or link is caught when the pool hands it out again; a forged
+ * link is never followed. */
+static char forged_target[64];
+static void pool_write_after_free(void) {
+  mm_pool_options_t po = {.object_size = 64, .name = "waf"};
+  mm_pool_t *pool = mm_pool_create(&po);
+  char *p = pool ? mm_pool_alloc(pool) : NULL;
+  if (!p) _exit(SETUP);
+  memset(p, 0x11, 64);
+  printf("%p\n", (void *)p);
+  fflush(stdout);
+  char *alias = hide(p);
+  mm_pool_free(pool, p);
+  if (waf_offset < 0) { /* forge the link: a plain pointer to static data */
+    void *forged = forged_target;
+    memcpy(alias, &forged, sizeof(forged));
+  } else {
+    poke(alias + waf_offset, (unsigned char)(peek(alias + waf_offset) ^ 0x41));
+  }
+  for (int i = 0; i < 4096; i++) {
+    char *q = mm_pool_alloc(pool);
+    if (!q) _exit(SETUP + 1);
+    if (q == forged_target) _exit(3); /* the forged link was followed */
+  }
+}
+
 /* The process died of SIGABRT with exactly one line on stderr that names
  * mmalloc and the block (whose address the child printed first). */
 static bool caught(const outcome_t *o) {
@@ -410,6 +442,20 @@ static void secure_checks(void) {
   show("write into a freed block's canary word", &o);
   CHECK("a write into a freed block's canary word is caught on reuse (one line, abort)",
         caught(&o));
+
+  fprintf(stderr, "trust_secure: write after free in a pool\n");
+  static const int pool_offsets[] = {40, 8, 0, -1};
+  static const char *const pool_what[] = {"body", "canary word", "link word", "link (forged)"};
+  for (int k = 0; k < 4; k++) {
+    char name[96];
+    waf_offset = pool_offsets[k];
+    o = run_child(pool_write_after_free);
+    snprintf(name, sizeof(name), "write into a freed pool object's %s", pool_what[k]);
+    show(name, &o);
+    snprintf(name, sizeof(name), "a write into a freed pool object's %s is caught (one line, abort)",
+             pool_what[k]);
+    CHECK(name, caught(&o));
+  }
 
   fprintf(stderr, "trust_secure: allocation order\n");
   uintptr_t a[64], b[64], sa[64], sb[64];
