@@ -38,6 +38,10 @@
 
 #include "pool_parts.h"
 
+#if MM_VALGRIND
+#include <valgrind/memcheck.h>
+#endif
+
 /* The layout the inline calls of include/mmalloc.h assume. */
 _Static_assert(sizeof(mm_pool_cache_t) == MM_CACHE_LINE, "a thread's list: one line");
 _Static_assert(MM_POOL_SLOT_SHIFT_ == MM_SLOT_SHIFT, "inline pool free: slot size");
@@ -131,6 +135,12 @@ void pool_claim_block(extent_t *e, void *arg) {
   atomic_store_relaxed(&e->xowner, NULL);
   atomic_store_relaxed(&e->xowner_tid, (uintptr_t)pl | MM_OWNER_POOL);
   local_heap_lend_locked(local_heap_of_extent(e), e);
+#if MM_VALGRIND
+  /* A cached page block was a page, whose free blocks memcheck was told
+   * are no-access: the whole block is the pool's (or the caller's) now.
+   * Pool objects are not reported to memcheck one by one. */
+  VALGRIND_MAKE_MEM_UNDEFINED((void *)e->node.start, extent_usable(e));
+#endif
 }
 
 extent_t *pool_block_at(const void *p) {
