@@ -84,27 +84,29 @@ long mm_option_get(const char *name);
  * or mm_pool_destroy.  mm_pool_alloc and mm_pool_free are inline: a pop or
  * a push on the calling thread's own free list of the pool, no lock, no
  * atomic instruction, no call.  Any thread may free any object of the pool
- * (it joins the freeing thread's list; a thread whose list passes its
- * limit moves half of it to the pool's shared depot, a splice under a
- * short lock).  Every pointer mm_pool_free gets is checked as free() checks
+ * (it joins the freeing thread's list; a thread whose list reaches its
+ * limit hands the whole list to the pool's shared depot, and a thread whose
+ * list is empty takes one back: a few stores under a short lock, no walk).
+ * Every pointer mm_pool_free gets is checked as free() checks
  * one (an object of this pool, at an object boundary, not already free),
  * from mmalloc's page map, a few loads with no call; anything else prints
  * one line naming the call, the pool and the pointer, and aborts.  free()
  * and realloc() reject a pool object the same way.
  *
- * Limits: object_size 1 .. 32768 bytes (objects are at least 16 bytes and a
- * multiple of the alignment); alignment 0 (the largest power of two that
- * divides object_size, at most 16) or a power of two up to 4096.  Anything
+ * Limits: object_size 1 .. 32768 bytes (objects are at least 16 bytes, a
+ * multiple of 8 and of the alignment, and aligned to the largest power of
+ * two that divides their size); alignment 0 (8) or a power of two up to
+ * 4096.  Anything
  * else: mm_pool_create returns NULL with errno EINVAL.  No memory:
  * mm_pool_alloc returns NULL with errno ENOMEM and the pool stays usable.
- * A thread's own free list exists for the first MM_POOL_THREADS threads
+ * A thread's own free list exists for the first MM_POOL_THREADS - 1 threads
  * alive at once that use pools; further threads take the locked slow path.
  *
  * Contract: mm_pool_release and mm_pool_destroy run while no other thread
  * uses the pool (the objects of other threads' lists are dropped too). */
 typedef struct mm_pool_options_s {
   size_t object_size;
-  size_t alignment; /* 0: natural (see above) */
+  size_t alignment; /* 0: 8 (see above) */
   const char *name; /* statistics and error messages (copied, 31 bytes kept); NULL: "pool" */
   size_t reserve;   /* objects carved at creation, ready for the first allocations */
 } mm_pool_options_t;

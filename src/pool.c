@@ -62,9 +62,6 @@ _Static_assert(MM_POOL_THREADS <= 4096 && MM_POOL_THREADS % 64 == 0, "index bitm
 MM_EXPORT __thread unsigned mm_pool_thread_;
 __thread local_heap_t *mm_pool_home;
 
-void pool_set_home(local_heap_t *h) { mm_pool_home = h; }
-bool pool_has_home(void) { return mm_pool_home != NULL; }
-
 static mm_mutex_t pools_lock = {PTHREAD_MUTEX_INITIALIZER,
                                   {"pool list", MM_RANK_POOL_LIST, 0, 0}};
 static pool_t *pools;

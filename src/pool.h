@@ -81,8 +81,9 @@ const char *pool_block_heap_name(const extent_t *e);
 /* The calling thread's local heap, where its pools and heaps take page
  * blocks (set by the api on the thread's first pool or heap call; NULL
  * until then). */
-void pool_set_home(local_heap_t *h);
-bool pool_has_home(void);
+extern __thread local_heap_t *mm_pool_home;
+MM_INLINE void pool_set_home(local_heap_t *h) { mm_pool_home = h; }
+MM_INLINE bool pool_has_home(void) { return mm_pool_home != NULL; }
 
 /* Thread exit: the thread's index goes back (its free lists stay in the
  * pools, for the next thread that gets the index). */

@@ -45,7 +45,6 @@ typedef struct pool_s {
 /* The local heap a pool takes its next page block from: the calling
  * thread's (pool_set_home), so that the blocks a thread's pools give back
  * are the ones they take again; the calling CPU's before it is known. */
-extern __thread local_heap_t *mm_pool_home;
 MM_INLINE local_heap_t *pool_local_heap(void) {
   local_heap_t *h = mm_pool_home;
   return likely(h) ? h : &mm_heaps[(unsigned)os_current_cpu() % mm_nheaps];
