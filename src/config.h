@@ -31,6 +31,21 @@
 #define MM_FAULT_INJECTION 0
 #endif
 
+/* Built with a sanitizer (ASan, TSan, MSan): their shadow memory takes
+ * fixed ranges of the address space, where mmalloc must not ask for its
+ * slots (region.c). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MM_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define MM_SANITIZED 1
+#endif
+#endif
+#ifndef MM_SANITIZED
+#define MM_SANITIZED 0
+#endif
+
 /* ---- region ---------------------------------------------------------------
  * A datablock: 4 KiB, the OS page, and the unit the local heaps manage (the
  * interval tree counts extents in datablocks).  "Page" in mmalloc means
