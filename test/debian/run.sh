@@ -88,11 +88,19 @@ int main(void) {
 EOF
 cat > "$work/user/main.cpp" <<'EOF'
 #include <cstdio>
+#include <list>
 #include <map>
 #include <string>
 #include <vector>
 #include <mmalloc.h>
+#include <mmalloc/pool.hpp>
 int main() {
+  // the packaged C++ header: nodes from a pool, a pmr vector in a heap
+  std::list<int, mmalloc::pool_allocator<int>> nodes(1000, 7);
+  mmalloc::heap_resource heap("packaged");
+  std::pmr::vector<long> pv(&heap);
+  for (long i = 0; i < 1000; i++) pv.push_back(i);
+  if (nodes.size() != 1000 || pv[999] != 999 || heap.stats().live_objects == 0) return 1;
   std::map<int, std::string> m;
   std::vector<std::string *> keep;
   for (int i = 0; i < 10000; i++) {
@@ -103,7 +111,8 @@ int main() {
   for (auto *s : keep) delete s;
   char json[256];
   size_t n = mm_stats_json(json, sizeof json);
-  std::printf("C++: %zu entries, new is mmalloc's (usable %zu), stats %zu bytes\n", m.size(), u, n);
+  std::printf("C++: %zu entries, new is mmalloc's (usable %zu), stats %zu bytes, pool.hpp works\n",
+              m.size(), u, n);
   return m.size() == 10000 && u >= sizeof(std::string) && n > 100 ? 0 : 1;
 }
 EOF
