@@ -70,6 +70,16 @@ def run_measured(cmd, env):
     return json.loads(out.strip().splitlines()[-1]), ru.ru_minflt
 
 
+def emit(title, lines, out):
+    """Print the table under its title, and write it to out (if given)."""
+    text = title + "\n\n" + "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            f.write(text)
+
+
 def configs(build, allocs):
     """[(label, argv prefix, alloc value, environment)]."""
     out = []
@@ -118,13 +128,8 @@ def main(argv):
             flt = statistics.median(f for _, _, f in runs)
             lines.append("| %s | %d | %.3f | %.2f | %.1f | %.0f |" % (label, t, sec, sec / ref,
                                                                       rss, flt))
-    text = ("mesh, %d triangles in all, medians of %d repetitions\n\n" % (args.triangles, args.reps)
-            + "\n".join(lines) + "\n")
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text)
+    emit("mesh, %d triangles in all, medians of %d repetitions" % (args.triangles, args.reps),
+         lines, args.out)
     return 0
 
 

@@ -21,7 +21,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mesh_alloc import run_measured  # noqa: E402
+from mesh_alloc import emit, run_measured  # noqa: E402
 
 MODES = [(0, "free() each"), (1, "mm_pool_release"), (2, "mm_heap_destroy"),
          (3, "mm_heap_free each")]
@@ -66,14 +66,8 @@ def main(argv):
             med = [statistics.median(r[i] for r in runs) for i in range(4)]
             lines.append("| %s | %d | %.4f | %.0fx | %.2f | %.1f | %.0f |" % (
                 name, t, med[0], ref / med[0], med[1], med[2] / 1024, med[3]))
-    text = ("release: %d tasks per thread, each a tree of %d nodes (two allocations each), "
-            "medians of %d repetitions\n\n" % (args.tasks, args.objects, args.reps)
-            + "\n".join(lines) + "\n")
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text)
+    emit("release: %d tasks per thread, each a tree of %d nodes (two allocations each), "
+         "medians of %d repetitions" % (args.tasks, args.objects, args.reps), lines, args.out)
     return 0
 
 

@@ -214,6 +214,17 @@ extern __thread unsigned mm_pool_thread_ __attribute__((tls_model("initial-exec"
 void *mm_pool_alloc_slow_(mm_pool_t *pool);
 void mm_pool_free_slow_(mm_pool_t *pool, void *p);
 
+/* Push p (not free: its canary checked) on the calling thread's list c. */
+static inline int mm_pool_push_(mm_pool_t *pool, mm_pool_cache_t *c, void *p) {
+  unsigned long a = (unsigned long)p, *o = (unsigned long *)p;
+  if (__builtin_expect(o[1] == (a ^ pool->key) || c->count >= c->limit, 0)) return 0;
+  o[0] = (unsigned long)c->free;
+  o[1] = a ^ pool->key;
+  c->free = p;
+  c->count++;
+  return 1;
+}
+
 static inline void *mm_pool_alloc(mm_pool_t *pool) {
   if (__builtin_expect(pool != 0, 1)) {
     mm_pool_cache_t *c = &pool->cache[mm_pool_thread_];
@@ -238,35 +249,20 @@ static inline void mm_pool_free(mm_pool_t *pool, void *p) {
         [(a >> 12) & ((1ul << (MM_POOL_SLOT_SHIFT_ - 12)) - 1)];
     const mm_pool_block_line_ *b = (const mm_pool_block_line_ *)(slot + off32);
     unsigned long long off = a - b->start;
-    mm_pool_cache_t *c = &pool->cache[mm_pool_thread_];
-    unsigned long *o = (unsigned long *)p;
     if (__builtin_expect(
             __atomic_load_n(&b->owner, __ATOMIC_RELAXED) == ((unsigned long)pool | MM_POOL_OWNER_TAG_) &&
                 off < __atomic_load_n(&b->limit, __ATOMIC_RELAXED) && off * b->magic < b->magic &&
-                o[1] != (a ^ pool->key) && c->count < c->limit,
-            1)) {
-      o[0] = (unsigned long)c->free;
-      o[1] = a ^ pool->key;
-      c->free = p;
-      c->count++;
+                mm_pool_push_(pool, &pool->cache[mm_pool_thread_], p),
+            1))
       return;
-    }
   }
   mm_pool_free_slow_(pool, p);
 }
 
 static inline void mm_pool_free_unchecked(mm_pool_t *pool, void *p) {
-  unsigned long a = (unsigned long)p, *o = (unsigned long *)p;
-  if (__builtin_expect(pool != 0 && p != 0, 1)) {
-    mm_pool_cache_t *c = &pool->cache[mm_pool_thread_];
-    if (__builtin_expect(o[1] != (a ^ pool->key) && c->count < c->limit, 1)) {
-      o[0] = (unsigned long)c->free;
-      o[1] = a ^ pool->key;
-      c->free = p;
-      c->count++;
-      return;
-    }
-  }
+  if (__builtin_expect(pool != 0 && p != 0 &&
+                           mm_pool_push_(pool, &pool->cache[mm_pool_thread_], p), 1))
+    return;
   mm_pool_free_slow_(pool, p);
 }
 

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "api/harness.h"
+#include "api/lent.h"
 #include "check.h"
 #include "mmalloc.h"
 
@@ -49,14 +50,6 @@ static bool intact(const obj_t *o) {
   for (size_t i = 0; i < o->n; i++)
     if (o->p[i] != pattern_byte(i, o->tag)) return false;
   return true;
-}
-
-static long total_lent_bytes(void) {
-  static char buf[1 << 16];
-  mm_stats_json(buf, sizeof(buf));
-  const char *t = strstr(buf, "\"total\":");
-  const char *l = t ? strstr(t, "\"lent_bytes\":") : NULL;
-  return l ? atol(l + strlen("\"lent_bytes\":")) : -1;
 }
 
 static size_t random_size(uint64_t r) {

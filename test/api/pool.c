@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "api/harness.h"
+#include "api/lent.h"
 #include "check.h"
 #include "mmalloc.h"
 
@@ -182,15 +183,6 @@ static void *worker(void *arg) {
   if (block) mm_page_block_free(block);
   (void)own_live;
   return NULL;
-}
-
-/* lent_bytes of the "total" object in mm_stats_json */
-static long total_lent_bytes(void) {
-  static char buf[1 << 16];
-  mm_stats_json(buf, sizeof(buf));
-  const char *t = strstr(buf, "\"total\":");
-  const char *l = t ? strstr(t, "\"lent_bytes\":") : NULL;
-  return l ? atol(l + strlen("\"lent_bytes\":")) : -1;
 }
 
 static void test_create(void) {
