@@ -92,7 +92,9 @@ void block_on_free(extent_t *page, block_t *b);
  *   retired      both 0, the extent no longer a PAGE.
  * Only these calls write the two words.  A change from or to "abandoned"
  * or "retired" happens under the home local heap's lock; owned <-> taken
- * under the owner's lock. */
+ * under the owner's lock.  (A page block lent whole, kind POOL, is no
+ * page: its claim, pool_claim_block, and its return, local_heap_unlend,
+ * write its owner word, under the home local heap's lock; pool.h.) */
 #define MM_OWNER_FULL ((uintptr_t)1)
 #define MM_OWNER_SLOW ((uintptr_t)2)
 

@@ -443,7 +443,8 @@ void *pool_alloc_slow(struct mm_pool_s *pub) {
 
 void *pool_alloc_any(pool_t *pl) {
   struct mm_pool_s *pub = &pl->pub;
-  atomic_fetch_add_relaxed(&pl->xslow, 1);
+  uint64_t slow = atomic_fetch_add_relaxed(&pl->xslow, 1);
+  if (unlikely(slow % 256 == 255)) MM_CHECK(3, "pool", pool_is_valid(pub, MM_WHY));
   unsigned i = mm_slow_only ? 0 : thread_index();
   mm_pool_cache_t *c = &pub->cache[i];
   if (c->free) { /* an index taken just now, with the list an exited thread left */
@@ -456,11 +457,6 @@ void *pool_alloc_any(pool_t *pl) {
   }
   uint32_t want = i ? pl->limit : 1;
   spin_lock(&pl->lock);
-  if (unlikely(++pl->slow_calls % 256 == 0)) {
-    spin_unlock(&pl->lock);
-    MM_CHECK(3, "pool", pool_is_valid(pub, MM_WHY));
-    spin_lock(&pl->lock);
-  }
   uint64_t got = 0;
   uintptr_t *chain = depot_take(pl, want, &got);
   if (!chain) {
@@ -524,7 +520,7 @@ void pool_free_checked(pool_t *pl, void *p, const char *call) {
   mm_pool_cache_t *c = &pub->cache[i];
   fill_free(pl, o);
   o[1] = (uintptr_t)p ^ pub->key;
-  if (i && c->count < c->limit) { /* cannot happen but after a check that failed */
+  if (i && c->count < c->limit) { /* the inline call had no list yet, or a heap's slow free */
     o[0] = (uintptr_t)c->free;
     c->free = o;
     c->count++;

@@ -31,9 +31,8 @@ typedef struct pool_s {
   extent_list_t blocks; /* POOL extents, the one being carved last */
   uint64_t nblocks;
   uint64_t carved;      /* objects carved from all blocks */
-  uint32_t slow_calls;  /* the allocation slow path's, under the lock: checker cadence */
   uint32_t serial;      /* lock order at fork */
-  _Atomic(uint64_t) xslow; /* every slow call (statistics) */
+  _Atomic(uint64_t) xslow; /* every slow call (statistics; the checker's cadence) */
   struct pool_s *next, *prev; /* every pool (pools_lock) */
   struct heap_s *heap;  /* the heap whose size class (or large blocks) this is, or NULL */
   char name[32];

@@ -154,9 +154,12 @@ slot_t *region_slot_new(uint32_t heap, extent_t **free_out) {
    * grow above it. */
   static _Atomic(uintptr_t) xtop;
   uintptr_t top = atomic_load_relaxed(&xtop);
-  if (!top) top = ((uintptr_t)16 << 40) + (uintptr_t)(os_random() % 32768) * MM_SLOT_SIZE;
-  if (MM_SANITIZED || top + MM_SLOT_SIZE > ((uintptr_t)1 << 47))
-    top = 0; /* the sanitizers' shadow memory lies up there: where the kernel puts it */
+  if (MM_SANITIZED) /* their shadow memory lies up there: where the kernel puts it */
+    top = 0;
+  else if (!top)
+    top = ((uintptr_t)16 << 40) + (uintptr_t)(os_random() % 32768) * MM_SLOT_SIZE;
+  else if (top + MM_SLOT_SIZE > ((uintptr_t)1 << 47))
+    top = 0;
   void *base = os_reserve_above(MM_SLOT_SIZE, MM_SLOT_SIZE, top);
   if (!base) {
     errno = ENOMEM;
