@@ -213,8 +213,10 @@ __attribute__((constructor)) static void api_constructor(void) {
   thread_heap_process_init();
 }
 
-/* MMALLOC_STATS=1: statistics at exit (a destructor, not atexit, which may
+/* Exit: secure mode's check of the pools' released memory, and with
+ * MMALLOC_STATS=1 the statistics (a destructor, not atexit, which may
  * allocate). */
 __attribute__((destructor)) static void api_destructor(void) {
+  pool_quarantine_exit();
   if (options.stats) stats_print(2);
 }

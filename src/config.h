@@ -132,6 +132,12 @@
  * (memcheck's own allocator keeps 20 MB: --freelist-vol). */
 #define MM_VG_QUARANTINE_BYTES ((size_t)20 << 20)
 
+/* Secure mode: bytes of page blocks given back by pools and heaps (release,
+ * destroy, a heap's own block freed, a raw page block freed) held filled
+ * before they go back to the page manager, so that a write after the
+ * release is caught (pool.c: the release quarantine). */
+#define MM_POOL_QUARANTINE_BYTES ((size_t)16 << 20)
+
 /* ---- local heap -----------------------------------------------------------
  * Free page blocks kept per local heap, by size, before they go back into the
  * tree (recycled without a tree operation). */

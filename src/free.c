@@ -57,6 +57,8 @@ extent_t *thread_heap_lookup(const void *p, const char *call) {
   }
   case MM_EXTENT_POOL: {
     struct mm_pool_s *pool = pool_of_block(e);
+    if (e->flags & MM_EXTENT_QUARANTINED)
+      thread_heap_bad_pointer(call, p, "invalid pointer (in memory a pool or heap gave back)");
     if (!pool) thread_heap_bad_pointer(call, p, "invalid pointer (in a page block: use mm_page_block_free)");
     const char *heap = pool_block_heap_name(e);
     if (heap)

@@ -109,12 +109,12 @@ void heap_destroy(struct mm_heap_s *pub) {
   mutex_unlock(&heaps_lock);
   for (unsigned c = 0; c < MM_CLASSES; c++) {
     pool_t *pl = atomic_load_relaxed(&h->cls[c]);
-    if (pl) pool_destroy(&pl->pub);
+    if (pl) pool_destroy_by(&pl->pub, MM_GAVE_HEAP_DESTROY);
   }
   extent_t *e;
   while ((e = h->large_blocks.first) != NULL) {
     extent_list_remove(&h->large_blocks, e);
-    local_heap_unlend(e);
+    pool_give_back(e, MM_GAVE_HEAP_DESTROY);
   }
   pool_meta_free(h);
 }
@@ -220,6 +220,8 @@ void *heap_aligned(struct mm_heap_s *pub, size_t align, size_t size) {
 static pool_t *owner_of(heap_t *h, const void *p, const char *call, extent_t **out) {
   extent_t *e = pool_block_at(p);
   if (!e) heap_fail(call, h, "invalid pointer (not an object of a heap: from malloc?)", p);
+  if (e->flags & MM_EXTENT_QUARANTINED)
+    heap_fail(call, h, "invalid pointer (freed, or destroyed: its memory was given back)", p);
   pool_t *owner = (pool_t *)pool_of_block(e);
   if (!owner) heap_fail(call, h, "invalid pointer (in a page block)", p);
   if (owner->heap != h) {
@@ -273,7 +275,7 @@ void heap_free(struct mm_heap_s *pub, void *p) {
     h->nlarge--;
     h->large_bytes -= extent_usable(e);
     spin_unlock(&h->lock);
-    local_heap_unlend(e);
+    pool_give_back(e, MM_GAVE_HEAP_FREE);
   } else {
     pool_free_checked(owner, p, "mm_heap_free");
   }

@@ -164,12 +164,111 @@ void *page_block_alloc(size_t size) {
 void page_block_free(void *p) {
   if (!p) return;
   extent_t *e = pool_block_at(p);
+  if (e && (e->flags & MM_EXTENT_QUARANTINED))
+    pool_fail("mm_page_block_free", NULL, "invalid pointer (already freed)", p);
   if (!e || atomic_load_relaxed(&e->xowner_tid) != MM_OWNER_POOL || (uintptr_t)p != e->node.start)
     pool_fail("mm_page_block_free", NULL,
               e ? "invalid pointer (inside a page block, or an object of a pool)"
                 : "invalid pointer (not a page block, or already freed)",
               p);
-  local_heap_unlend(e);
+  pool_give_back(e, MM_GAVE_PAGE_BLOCK_FREE);
+}
+
+/* ---- the release quarantine (secure mode) ---------------------------------------------
+ *
+ * Without secure mode a block a pool or heap gives back goes to the page
+ * manager at once.  In secure mode it is filled with the pattern and held
+ * here, oldest first; once the held bytes pass MM_POOL_QUARANTINE_BYTES
+ * the oldest (never the newest) are checked, every usable byte still the
+ * pattern, and go back; at exit what is still held is checked.  A byte
+ * written after the release aborts the process with one line naming the
+ * call that gave the block back and the address written.
+ *
+ * Invariants (pools_lock): every held block is a POOL extent flagged
+ * MM_EXTENT_QUARANTINED and owned by no pool or heap (its owner word the
+ * tag alone, xlimit 0, local_free NULL), so that every pool, heap and
+ * page-block call refuses a pointer into it; it is on the list once;
+ * held_bytes and held_blocks count the list.  A held block still counts as
+ * lent (its local heap's lent_bytes): mm_stats_json says how much of that
+ * is held ("pool_quarantine"). */
+
+static const char *const gave_back_call[] = {
+    [MM_GAVE_POOL_RELEASE] = "mm_pool_release", [MM_GAVE_POOL_DESTROY] = "mm_pool_destroy",
+    [MM_GAVE_HEAP_DESTROY] = "mm_heap_destroy", [MM_GAVE_HEAP_FREE] = "mm_heap_free",
+    [MM_GAVE_PAGE_BLOCK_FREE] = "mm_page_block_free"};
+_Static_assert(sizeof(gave_back_call) / sizeof(gave_back_call[0]) == MM_GAVE_COUNT, "a name each");
+
+static extent_list_t held;
+static uint64_t held_bytes, held_blocks;
+
+/* The pattern of freed and given-back memory in secure mode (page.c's). */
+static uint8_t fill_byte(void) { return options.zero_on_free ? 0 : 0xDF; }
+static uint64_t fill_word(void) { return 0x0101010101010101ull * fill_byte(); }
+
+/* Every usable byte of e still the pattern, or abort naming the call that
+ * gave it back and the first byte written. */
+static void held_check(const extent_t *e) {
+  const uint64_t *w = (const uint64_t *)e->node.start;
+  const uint64_t *end = w + extent_usable(e) / sizeof(*w);
+  uint64_t f = fill_word();
+  for (; w < end; w++) {
+    if (*w == f) continue;
+    const uint8_t *b = (const uint8_t *)w;
+    while (*b == (uint8_t)f) b++;
+    os_fatal("mmalloc: %s(): %p was written after the call gave its memory back (byte %zu of "
+             "block %p; secure mode)\n",
+             gave_back_call[e->size_class], (const void *)b,
+             (size_t)((uintptr_t)b - e->node.start), (const void *)e->node.start);
+  }
+}
+
+void pool_give_back(extent_t *e, unsigned by) {
+  mm_assert_internal(e->kind == MM_EXTENT_POOL && by < MM_GAVE_COUNT);
+  if (!options.secure) {
+    local_heap_unlend(e);
+    return;
+  }
+  atomic_store_relaxed(&e->xowner_tid, MM_OWNER_POOL);
+  atomic_store_relaxed(&e->xlimit, 0);
+  e->local_free = NULL;
+  e->block_size = 0;
+  e->size_class = (uint8_t)by;
+  e->flags |= MM_EXTENT_QUARANTINED;
+  e->next = e->prev = NULL;
+  memset((void *)e->node.start, fill_byte(), extent_usable(e));
+  extent_list_t out = {NULL, NULL};
+  mutex_lock(&pools_lock);
+  extent_list_push_back(&held, e);
+  held_bytes += extent_usable(e);
+  held_blocks++;
+  while (held_bytes > MM_POOL_QUARANTINE_BYTES && held.first != e) {
+    extent_t *x = held.first;
+    extent_list_remove(&held, x);
+    held_bytes -= extent_usable(x);
+    held_blocks--;
+    extent_list_push_back(&out, x);
+  }
+  mutex_unlock(&pools_lock);
+  extent_t *x;
+  while ((x = out.first) != NULL) {
+    extent_list_remove(&out, x);
+    held_check(x);
+    x->flags &= (uint8_t)~MM_EXTENT_QUARANTINED;
+    local_heap_unlend(x);
+  }
+}
+
+void pool_quarantine_exit(void) {
+  if (!options.secure || !mutex_trylock(&pools_lock)) return; /* another thread is in a call */
+  for (const extent_t *e = held.first; e; e = e->next) held_check(e);
+  mutex_unlock(&pools_lock);
+}
+
+void pool_quarantine_stats(uint64_t *blocks, uint64_t *bytes) {
+  mutex_lock(&pools_lock);
+  *blocks = held_blocks;
+  *bytes = held_bytes;
+  mutex_unlock(&pools_lock);
 }
 
 static void fill_free(const pool_t *pl, uintptr_t *o);
@@ -211,11 +310,10 @@ static void *carve(pool_t *pl, uint32_t want, uint32_t *got) {
 
 /* ---- the checked modes (secure: fill on free, check on reuse) ----------------------- */
 
-#define FILL_WORD 0xDFDFDFDFDFDFDFDFull
-
 static void fill_free(const pool_t *pl, uintptr_t *o) {
   if (!options.secure) return;
-  for (size_t w = 2; w < pl->size / 8; w++) o[w] = options.zero_on_free ? 0 : FILL_WORD;
+  uint64_t f = fill_word();
+  for (size_t w = 2; w < pl->size / 8; w++) o[w] = f;
 }
 
 /* Secure mode: the object about to be handed out is a free object of pl
@@ -232,7 +330,7 @@ static void check_unwritten(const pool_t *pl, const uintptr_t *o) {
   if (o[1] != ((uintptr_t)o ^ pl->pub.key))
     os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte 8 "
              "changed)\n", call, pl->heap ? "heap" : "pool", pl->name, (const void *)o);
-  uint64_t f = options.zero_on_free ? 0 : FILL_WORD;
+  uint64_t f = fill_word();
   for (size_t w = 2; w < pl->size / 8; w++)
     if (o[w] != f)
       os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte %zu "
@@ -384,9 +482,9 @@ struct mm_pool_s *pool_create(const mm_pool_options_t *o) {
   return &pl->pub;
 }
 
-/* Every object of the pool dropped, every block back to the page manager.
- * The pool's lock held. */
-static void drop_all(pool_t *pl) {
+/* Every object of the pool dropped; its blocks moved to *blocks, for the
+ * caller to give back once the lock is released.  The pool's lock held. */
+static void drop_all(pool_t *pl, extent_list_t *blocks) {
   for (unsigned i = 0; i < MM_POOL_THREADS; i++) {
     pl->pub.cache[i].free = NULL;
     pl->pub.cache[i].count = 0;
@@ -397,7 +495,7 @@ static void drop_all(pool_t *pl) {
   extent_t *e;
   while ((e = pl->blocks.first) != NULL) {
     extent_list_remove(&pl->blocks, e);
-    local_heap_unlend(e);
+    extent_list_push_back(blocks, e);
   }
   pl->nblocks = 0;
   pl->carved = 0;
@@ -405,16 +503,28 @@ static void drop_all(pool_t *pl) {
 
 static void null_pool(const char *call) { os_fatal("mmalloc: %s(): NULL pool\n", call); }
 
+static void give_back_all(extent_list_t *blocks, unsigned by) {
+  extent_t *e;
+  while ((e = blocks->first) != NULL) {
+    extent_list_remove(blocks, e);
+    pool_give_back(e, by);
+  }
+}
+
 void pool_release(struct mm_pool_s *pub) {
   if (!pub) null_pool("mm_pool_release");
   pool_t *pl = pool_of(pub);
   MM_CHECK(1, "pool", pool_is_valid(pub, MM_WHY));
+  extent_list_t blocks = {NULL, NULL};
   spin_lock(&pl->lock);
-  drop_all(pl);
+  drop_all(pl, &blocks);
   spin_unlock(&pl->lock);
+  give_back_all(&blocks, MM_GAVE_POOL_RELEASE);
 }
 
-void pool_destroy(struct mm_pool_s *pub) {
+void pool_destroy(struct mm_pool_s *pub) { pool_destroy_by(pub, MM_GAVE_POOL_DESTROY); }
+
+void pool_destroy_by(struct mm_pool_s *pub, unsigned by) {
   if (!pub) null_pool("mm_pool_destroy");
   pool_t *pl = pool_of(pub);
   MM_CHECK(1, "pool", pool_is_valid(pub, MM_WHY));
@@ -422,9 +532,11 @@ void pool_destroy(struct mm_pool_s *pub) {
   if (pl->prev) pl->prev->next = pl->next; else pools = pl->next;
   if (pl->next) pl->next->prev = pl->prev;
   mutex_unlock(&pools_lock);
+  extent_list_t blocks = {NULL, NULL};
   spin_lock(&pl->lock);
-  drop_all(pl);
+  drop_all(pl, &blocks);
   spin_unlock(&pl->lock);
+  give_back_all(&blocks, by);
   pl->pub.key = 0;
   pl->pub.cache = NULL; /* a late inline call faults at once, not later */
   if (pl->batch) pool_meta_free(pl->batch);
@@ -485,6 +597,8 @@ void pool_check_free(const pool_t *pl, const void *p, const char *call) {
                   : "invalid pointer (not an object of a pool: from malloc?)",
               p);
   }
+  if (e->flags & MM_EXTENT_QUARANTINED)
+    pool_fail(call, pl, "invalid pointer (released, or freed: its memory was given back)", p);
   struct mm_pool_s *owner = pool_of_block(e);
   if (owner != &pl->pub) {
     if (!owner) pool_fail(call, pl, "invalid pointer (inside a page block)", p);

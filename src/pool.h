@@ -23,7 +23,8 @@
  *   next/prev   the pool's list of its blocks (the pool's lock).
  * A block comes back to the page manager whole (mm_pool_release,
  * mm_pool_destroy, mm_page_block_free): into the page cache, where a
- * thread heap or another pool takes it while it is still resident.
+ * thread heap or another pool takes it while it is still resident; in
+ * secure mode first through the release quarantine (pool_give_back).
  */
 #ifndef MM_POOL_H
 #define MM_POOL_H
@@ -58,6 +59,26 @@ void pool_destroy(struct mm_pool_s *pool);
 int pool_stats(const struct mm_pool_s *pool, mm_pool_stats_t *out);
 void *page_block_alloc(size_t size);
 void page_block_free(void *p);
+
+/* A POOL block given back by the call named (for the message of a write
+ * after it): to the page manager, or in secure mode through the release
+ * quarantine (pool.c), which checks it for writes before it goes. */
+enum {
+  MM_GAVE_POOL_RELEASE,
+  MM_GAVE_POOL_DESTROY,
+  MM_GAVE_HEAP_DESTROY,
+  MM_GAVE_HEAP_FREE,
+  MM_GAVE_PAGE_BLOCK_FREE,
+  MM_GAVE_COUNT
+};
+void pool_give_back(extent_t *e, unsigned by);
+/* pool_destroy, its blocks given back as by says (a heap's destroy). */
+void pool_destroy_by(struct mm_pool_s *pool, unsigned by);
+/* Exit (secure mode): the blocks still held are checked; skipped when
+ * another thread holds the pools' lock. */
+void pool_quarantine_exit(void);
+/* The blocks held and their usable bytes (statistics). */
+void pool_quarantine_stats(uint64_t *blocks, uint64_t *bytes);
 
 /* ---- heap.c: first-class heaps (mm_heap_*), made of pools ---- */
 struct heap_s;

@@ -216,7 +216,10 @@ size_t stats_json(char *buf, size_t size) {
       "\"near_limit\":%lu,\"memory_dir\":\"", cg.found ? "true" : "false", cg.cpus,
       cg.limit_bytes, cg.usage_bytes, cg.near_limit);
   out_string(&o, cg.memory_dir);
-  out(&o, "\"},\"pools\":[");
+  uint64_t held_blocks, held_bytes;
+  pool_quarantine_stats(&held_blocks, &held_bytes);
+  out(&o, "\"},\"pool_quarantine\":{\"blocks\":%lu,\"bytes\":%lu},\"pools\":[", held_blocks,
+      held_bytes);
   pool_out_t po = {&o, 0};
   pool_foreach(out_pool, &po);
   out(&o, "],\"mm_heaps\":[");

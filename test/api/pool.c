@@ -308,6 +308,11 @@ static void test_release_reuse(void) {
     mm_pool_stats(p, &s);
     CHECK("release: no block, no object", s.blocks == 0 && s.objects == 0 && s.bytes == 0);
     CHECK("release: lent_bytes back", total_lent_bytes() == lent0);
+    if (mm_option_get("secure"))
+      CHECK("secure mode: the quarantine holds the released blocks (at least the last)",
+            quarantine_bytes() > 0);
+    else
+      CHECK("no quarantine without secure mode", quarantine_bytes() == 0);
   }
   mm_pool_destroy(p);
 }

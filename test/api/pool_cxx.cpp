@@ -27,16 +27,11 @@
 
 #include <mmalloc/pool.hpp>
 
+#include "api/lent.h"
 #include "check.h"
 
-static long json_number_after(const char *key_path_a, const char *key) {
-  static char buf[1 << 16];
-  mm_stats_json(buf, sizeof(buf));
-  const char *t = std::strstr(buf, key_path_a);
-  const char *l = t ? std::strstr(t, key) : nullptr;
-  return l ? std::atol(l + std::strlen(key)) : -1;
-}
-static long lent_bytes() { return json_number_after("\"total\":", "\"lent_bytes\":"); }
+// page blocks lent out, less what secure mode's release quarantine holds
+static long lent_bytes() { return total_lent_bytes(); }
 
 // live objects of every pool_allocator pool, from mm_stats_json
 static long allocator_pool_live() {

@@ -7,7 +7,9 @@
  * with exactly one line on stderr, "mmalloc: CALL(): ... WHAT ... 0xHEX",
  * naming the call, the pool or heap (pool "NAME", heap "NAME"), what is
  * wrong, and the pointer passed; a NULL pool or heap gives
- * "mmalloc: CALL(): NULL pool" (heap).  Then,
+ * "mmalloc: CALL(): NULL pool" (heap).  In a debug build (MM_DEBUG >= 1)
+ * also a heap destroyed while another thread is inside mm_heap_free on it.
+ * Then,
  * in this process, the bad inputs that are not errors: mm_pool_free(pool,
  * NULL) and mm_page_block_free(NULL) do nothing.
  *
@@ -15,7 +17,11 @@
  *        robust_pool_misuse CASE    one case here (shows the message)
  */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "api/harness.h"
 #include "check.h"
@@ -57,6 +63,10 @@ static const case_t cases[] = {
     {"pool-heap-object", "mm_pool_free", "pool \"tri\": invalid pointer (an object of heap \"mesh\")"},
     {"free-heap-object", "free", "invalid pointer (an object of heap \"mesh\": use mm_heap_free)"},
     {"free-heap-large", "free", "invalid pointer (an object of heap \"mesh\": use mm_heap_free)"},
+#if MM_DEBUG >= 1
+    {"heap-destroy-busy", "mm_heap_destroy",
+     "heap \"mesh\": destroyed while another thread allocates or frees in it"},
+#endif
     {"null-heap-malloc", "mm_heap_malloc", NULL},
     {"null-heap-free", "mm_heap_free", NULL},
     {"null-heap-destroy", "mm_heap_destroy", NULL},
@@ -71,6 +81,28 @@ static void report(const void *p) {
   printf("pointer %p\n", p);
   fflush(stdout);
 }
+
+#if MM_DEBUG >= 1
+/* heap-destroy-busy: a thread stopped inside mm_heap_free (the object's
+ * page made inaccessible, so the call faults on its first read of the
+ * object and the SIGSEGV handler holds the thread there) while the main
+ * thread destroys the heap: the debug build's in-flight count sees it. */
+static volatile sig_atomic_t stuck;
+static void hold_here(int sig) {
+  (void)sig;
+  stuck = 1;
+  for (;;) pause();
+}
+static void *free_stuck(void *arg) {
+  void **a = arg;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = hold_here;
+  sigaction(SIGSEGV, &sa, NULL);
+  mm_heap_free(a[0], a[1]);
+  return NULL;
+}
+#endif
 
 static void run_case(void *arg) {
   const case_t *c = arg;
@@ -199,6 +231,17 @@ static void run_case(void *arg) {
   } else if (!strcmp(n, "free-heap-large")) {
     report(hl);
     free(opaque_ptr(hl));
+#if MM_DEBUG >= 1
+  } else if (!strcmp(n, "heap-destroy-busy")) {
+    void *a[2] = {mesh, h1};
+    if (mprotect((void *)((uintptr_t)h1 & ~(uintptr_t)4095), 4096, PROT_NONE) != 0) _exit(3);
+    pthread_t th;
+    if (pthread_create(&th, NULL, free_stuck, a) != 0) _exit(3);
+    for (int i = 0; i < 10000 && !stuck; i++) usleep(1000);
+    if (!stuck) _exit(3);
+    report(mesh);
+    mm_heap_destroy(opaque_ptr(mesh));
+#endif
   } else if (!strcmp(n, "null-heap-malloc")) {
     report(NULL);
     p = mm_heap_malloc(opaque_ptr(NULL), 10);

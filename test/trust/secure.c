@@ -27,6 +27,12 @@
  *              when the pool hands the object out again (one line naming
  *              mmalloc, the call, the pool and the object; abort), and the
  *              forged link is never followed;
+ *     release  a write into memory a pool or heap gave back (release,
+ *              destroy, a heap's own block freed, a page block freed) is
+ *              caught when the memory leaves the secure mode's quarantine or
+ *              at exit (one line naming the call and the address; abort);
+ *              memory left alone passes; a pool call on an object of a
+ *              released pool is refused;
  *   zero       secure, and MMALLOC_ZERO_ON_FREE=1: everything above, and a
  *              freed block reads as zero past the allocator's two words
  *              (inspected in the freed block), and once malloc hands it out
@@ -306,6 +312,97 @@ static void pool_write_after_free(void) {
   }
 }
 
+/* Use after release: memory a pool or heap gave back (mm_pool_release,
+ * mm_pool_destroy, mm_heap_destroy, mm_heap_free of a heap's own block,
+ * mm_page_block_free) and the program wrote into afterwards.  Secure mode
+ * holds such memory filled before the page manager reuses it; the write is
+ * caught when the memory leaves the quarantine (pushed out by 17 MiB given
+ * back after it: the child then ends with _exit, no exit-time check) or at
+ * exit (exit(), which runs the check).  The child prints the address it
+ * writes. */
+static int release_how;
+enum { REL_POOL, REL_POOL_DESTROY_PUSHED, REL_HEAP_DESTROY, REL_HEAP_FREE_LARGE, REL_PAGE_BLOCK,
+       REL_CASES };
+static const char *const release_what[] = {
+    "mm_pool_release, then exit", "mm_pool_destroy, then 17 MiB given back",
+    "mm_heap_destroy, then exit", "mm_heap_free of a 100 KiB object, then exit",
+    "mm_page_block_free, then exit"};
+
+static void write_after_release(void) {
+  mm_pool_options_t po = {.object_size = 48, .name = "rel"};
+  mm_pool_t *pool = mm_pool_create(&po);
+  mm_heap_t *heap = mm_heap_new("rel");
+  if (!pool || !heap) _exit(SETUP);
+  char *p = NULL;
+  switch (release_how) {
+  case REL_POOL:
+  case REL_POOL_DESTROY_PUSHED: p = mm_pool_alloc(pool); break;
+  case REL_HEAP_DESTROY: p = mm_heap_malloc(heap, 200); break;
+  case REL_HEAP_FREE_LARGE: p = mm_heap_malloc(heap, 100 << 10); break;
+  case REL_PAGE_BLOCK: p = mm_page_block_alloc(64 << 10); break;
+  }
+  if (!p) _exit(SETUP + 1);
+  char *alias = hide(p) + 24; /* a byte inside the object */
+  printf("%p\n", (void *)alias);
+  fflush(stdout);
+  switch (release_how) {
+  case REL_POOL: mm_pool_release(pool); break;
+  case REL_POOL_DESTROY_PUSHED: mm_pool_destroy(pool); break;
+  case REL_HEAP_DESTROY: mm_heap_destroy(heap); break;
+  case REL_HEAP_FREE_LARGE: mm_heap_free(heap, p); break;
+  case REL_PAGE_BLOCK: mm_page_block_free(p); break;
+  }
+  poke(alias, 0x41);
+  if (release_how == REL_POOL_DESTROY_PUSHED) {
+    void *big = mm_page_block_alloc(17 << 20);
+    if (!big) _exit(SETUP + 2);
+    memset(big, 1, 17 << 20);
+    mm_page_block_free(big);
+    _exit(0); /* not caught when the quarantine pushed the block out */
+  }
+  exit(0); /* the exit-time check runs */
+}
+
+/* Memory given back and never touched again leaves the quarantine quietly:
+ * 40 MiB of pools released and destroyed, heaps destroyed, page blocks
+ * freed (the quarantine's limit passed twice over), then exit. */
+static void release_untouched(void) {
+  for (int round = 0; round < 40; round++) {
+    mm_pool_options_t po = {.object_size = 256, .name = "quiet"};
+    mm_pool_t *pool = mm_pool_create(&po);
+    mm_heap_t *heap = mm_heap_new("quiet");
+    if (!pool || !heap) _exit(SETUP);
+    for (int i = 0; i < 2048; i++) { /* 512 KiB */
+      char *a = mm_pool_alloc(pool), *b = mm_heap_malloc(heap, 40 + (size_t)i % 300);
+      if (!a || !b) _exit(SETUP + 1);
+      memset(a, 7, 256);
+      memset(b, 7, 40);
+    }
+    char *big = mm_heap_malloc(heap, 64 << 10);
+    void *blk = mm_page_block_alloc(128 << 10);
+    if (!big || !blk) _exit(SETUP + 2);
+    if (round % 2) mm_pool_release(pool);
+    mm_pool_destroy(pool);
+    mm_heap_free(heap, big);
+    mm_heap_destroy(heap);
+    mm_page_block_free(blk);
+  }
+  exit(0);
+}
+
+/* A pool call on an object whose pool was released (its memory held by the
+ * quarantine) is refused with the usual one line. */
+static void free_after_release(void) {
+  mm_pool_options_t po = {.object_size = 64, .name = "rel"};
+  mm_pool_t *pool = mm_pool_create(&po);
+  char *p = pool ? mm_pool_alloc(pool) : NULL;
+  if (!p) _exit(SETUP);
+  printf("%p\n", (void *)p);
+  fflush(stdout);
+  mm_pool_release(pool);
+  mm_pool_free(pool, p);
+}
+
 /* The process died of SIGABRT with exactly one line on stderr that names
  * mmalloc and the block (whose address the child printed first). */
 static bool caught(const outcome_t *o) {
@@ -456,6 +553,24 @@ static void secure_checks(void) {
              pool_what[k]);
     CHECK(name, caught(&o));
   }
+
+  fprintf(stderr, "trust_secure: write after a pool or heap gave memory back\n");
+  for (release_how = 0; release_how < REL_CASES; release_how++) {
+    char name[128];
+    o = run_child(write_after_release);
+    snprintf(name, sizeof(name), "write after %s", release_what[release_how]);
+    show(name, &o);
+    snprintf(name, sizeof(name), "a write after %s is caught (one line, abort)",
+             release_what[release_how]);
+    CHECK(name, caught(&o) && strstr(o.err, "written after") != NULL);
+  }
+  o = run_child(release_untouched);
+  show("40 rounds of memory given back, untouched", &o);
+  CHECK("memory given back and left alone passes the quarantine's checks", survived(&o));
+  o = run_child(free_after_release);
+  show("mm_pool_free after mm_pool_release", &o);
+  CHECK("mm_pool_free of an object of a released pool is refused (one line, abort)",
+        caught(&o) && strstr(o.err, "mm_pool_free()") != NULL);
 
   fprintf(stderr, "trust_secure: allocation order\n");
   uintptr_t a[64], b[64], sa[64], sb[64];
