@@ -2,8 +2,9 @@
 """The mesh workload in the four configurations of the mesh-generation
 allocator study: malloc (on every allocator found), the application's own
 custom pools (blocks from mmap), the same pools on mmalloc's page blocks
-(custom+pageman), and mmalloc's object pools (pool; and pool with
-mm_pool_free_unchecked).
+(custom+pageman), and mmalloc's object pools (pool; pool with
+mm_pool_free_unchecked; pool with MMALLOC_HUGEPAGES=0, whose big pools'
+2 MiB blocks are not advised huge).
 
 Runs <build>/bench/mesh (alloc=0, each allocator preloaded) and
 <build>/bench/mesh-mm (linked with mmalloc: alloc=1 to 4), every
@@ -91,6 +92,9 @@ def configs(build, allocs):
     base.pop("LD_PRELOAD", None)
     for value, name in MM_MODES:
         out.append((name + " (mmalloc)", mesh_mm, value, base))
+    # the pools without their 2 MiB blocks advised huge: what the advice buys
+    out.append(("pool, MMALLOC_HUGEPAGES=0 (mmalloc)", mesh_mm, 3,
+                dict(base, MMALLOC_HUGEPAGES="0")))
     return out
 
 

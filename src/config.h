@@ -132,6 +132,12 @@
  * (memcheck's own allocator keeps 20 MB: --freelist-vol). */
 #define MM_VG_QUARANTINE_BYTES ((size_t)20 << 20)
 
+/* A pool (or a heap's size class) that holds this much takes its next page
+ * blocks 2 MiB at a time, at 2 MiB boundaries, advised as transparent huge
+ * pages (unless MMALLOC_HUGEPAGES=0): one fault and one TLB entry for
+ * 512 datablocks of a big pool's objects (pool.c). */
+#define MM_POOL_HUGE_AFTER ((size_t)8 << 20)
+#define MM_POOL_HUGE_BLOCK ((size_t)2 << 20)
 /* Secure mode: bytes of page blocks given back by pools and heaps (release,
  * destroy, a heap's own block freed, a raw page block freed) held filled
  * before they go back to the page manager, so that a write after the

@@ -154,7 +154,7 @@ static void *large_alloc(heap_t *h, size_t size) {
     return NULL;
   }
   size_t n = (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
-  extent_t *e = local_heap_take_page_block(pool_local_heap(), n, 0, pool_claim_block, &h->large);
+  extent_t *e = local_heap_take_page_block(pool_local_heap(), n, 1, 0, pool_claim_block, &h->large);
   if (!e) {
     errno = ENOMEM;
     return NULL;

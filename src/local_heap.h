@@ -133,11 +133,12 @@ void local_heap_fork_child(void);
  * blocks still in use (abandoned), the owner cleared by the caller under
  * this heap's lock. */
 typedef void page_claim_fn(extent_t *page, void *arg);
-/* keep_bytes: when the block may hold resident memory (a recycled one), only
- * its first keep_bytes stay resident, the rest goes back to the OS (counted
- * as purged and returned); 0 keeps it all. */
-extent_t *local_heap_take_page_block(local_heap_t *h, size_t ndatablocks, size_t keep_bytes,
-                                     page_claim_fn *claim, void *arg);
+/* align: the block starts at a multiple of this many datablocks (a power
+ * of two; 1 for any).  keep_bytes: when the block may hold resident memory
+ * (a recycled one), only its first keep_bytes stay resident, the rest goes
+ * back to the OS (counted as purged and returned); 0 keeps it all. */
+extent_t *local_heap_take_page_block(local_heap_t *h, size_t ndatablocks, size_t align,
+                                     size_t keep_bytes, page_claim_fn *claim, void *arg);
 void local_heap_cache_page_locked(local_heap_t *h, extent_t *page);
 /* A page block lent out whole (kind POOL, pool.h): counted here by its
  * claim, under the lock of its home heap h; local_heap_unlend takes that

@@ -32,14 +32,16 @@ void page_cache_evict(local_heap_t *h, extent_t *c) {
   extent_insert_free(h, c);
 }
 
-/* A cached page block of n datablocks taken out of h's cache, as a PAGE
+/* A cached page block of n datablocks (at a multiple of align datablocks
+ * from the address space's start) taken out of h's cache, as a PAGE
  * claimed for its new owner (kind set and claim run here, under h's lock:
  * h's threads read the kind of extents of h's slots while coalescing, and
  * h's checker wants every ownerless PAGE on an abandoned list). */
-static extent_t *cache_take(local_heap_t *h, size_t n, page_claim_fn *claim, void *arg) {
+static extent_t *cache_take(local_heap_t *h, size_t n, size_t align, page_claim_fn *claim,
+                            void *arg) {
   mm_assert_internal(local_heap_locked(h));
   for (extent_t *c = h->cache.first; c; c = c->next) {
-    if (c->node.ndatablocks == n) {
+    if (c->node.ndatablocks == n && (c->node.start >> MM_DATABLOCK_SHIFT) % align == 0) {
       extent_list_remove(&h->cache, c);
       h->cache_count--;
       atomic_store_relaxed(&h->xcached, h->cache_count);
@@ -59,12 +61,13 @@ static extent_t *cache_take(local_heap_t *h, size_t n, page_claim_fn *claim, voi
  * freed instead of carving and faulting in fresh memory, which is what a
  * thread on one CPU replacing objects a thread on another allocated would
  * otherwise do.  Try-lock only: never waits while holding h. */
-static extent_t *cache_borrow(local_heap_t *h, size_t n, page_claim_fn *claim, void *arg) {
+static extent_t *cache_borrow(local_heap_t *h, size_t n, size_t align, page_claim_fn *claim,
+                              void *arg) {
   mm_assert_internal(local_heap_locked(h));
   for (uint32_t i = 1; i < mm_nheaps; i++) {
     local_heap_t *g = &mm_heaps[(h->index + i) % mm_nheaps];
     if (!atomic_load_relaxed(&g->xcached) || !local_heap_trylock(g)) continue;
-    extent_t *e = cache_take(g, n, claim, arg);
+    extent_t *e = cache_take(g, n, align, claim, arg);
     local_heap_unlock(g);
     if (e) return e;
   }
@@ -84,17 +87,18 @@ static void page_block_trim(local_heap_t *h, extent_t *e, size_t keep_bytes) {
   h->returned_bytes += bytes - keep_bytes;
 }
 
-extent_t *local_heap_take_page_block(local_heap_t *h, size_t ndatablocks, size_t keep_bytes,
-                                     page_claim_fn *claim, void *arg) {
+extent_t *local_heap_take_page_block(local_heap_t *h, size_t ndatablocks, size_t align,
+                                     size_t keep_bytes, page_claim_fn *claim, void *arg) {
+  mm_assert_internal(align >= 1 && (align & (align - 1)) == 0);
   size_t n = guarded_datablocks(ndatablocks);
   local_heap_lock(h);
   local_heap_check(h);
-  extent_t *e = cache_take(h, n, claim, arg);
-  if (!e) e = cache_borrow(h, n, claim, arg);
+  extent_t *e = cache_take(h, n, align, claim, arg);
+  if (!e) e = cache_borrow(h, n, align, claim, arg);
   if (e) {
     page_block_trim(h, e, keep_bytes); /* a cached block: it was a page, and resident */
   } else {
-    e = extent_alloc(h, MM_TREE_MAIN, n, 1, false);
+    e = extent_alloc(h, MM_TREE_MAIN, n, align, false);
     if (e) {
       if (!(e->flags & MM_EXTENT_ZERO)) page_block_trim(h, e, keep_bytes);
       e->kind = MM_EXTENT_PAGE;

@@ -24,7 +24,9 @@
  *   cache[0] is empty with limit 0; every other limit is the pool's limit,
  *   or 0 in a checked mode;
  *   the blocks are the POOL extents whose owner word names this pool;
- *   carved == the sum of their xlimit / size; only the last block on the
+ *   carved == the sum of their xlimit / size, bytes the sum of their
+ *   usable sizes, each block's capacity its usable size / size (2 MiB
+ *   blocks once the pool is big: take_block); only the last block on the
  *   list may have room left to carve.
  * Objects handed out are the ones on no list: carved - free.
  *
@@ -124,7 +126,7 @@ void pool_claim_block(extent_t *e, void *arg) {
   e->page_start = e->node.start;
   e->block_size = pl ? pl->size : 0;
   e->magic = pl ? pl->magic : 0;
-  e->capacity = pl ? pl->capacity : 0;
+  e->capacity = pl && pl->size ? (uint32_t)(extent_usable(e) / pl->size) : 0; /* 0: a heap's own */
   e->reserved = 0;
   e->flags &= MM_EXTENT_GUARD;
   e->next = e->prev = NULL;
@@ -153,7 +155,7 @@ void *page_block_alloc(size_t size) {
     return NULL;
   }
   size_t n = (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
-  extent_t *e = local_heap_take_page_block(pool_local_heap(), n, 0, pool_claim_block, NULL);
+  extent_t *e = local_heap_take_page_block(pool_local_heap(), n, 1, 0, pool_claim_block, NULL);
   if (!e) {
     errno = ENOMEM;
     return NULL;
@@ -224,6 +226,13 @@ static void held_check(const extent_t *e) {
 
 void pool_give_back(extent_t *e, unsigned by) {
   mm_assert_internal(e->kind == MM_EXTENT_POOL && by < MM_GAVE_COUNT);
+  if (e->flags & MM_EXTENT_THP) {
+    /* its next owner, a page of small blocks perhaps, gets ordinary pages
+     * once it is purged (unless every heap page is advised huge) */
+    if (option_live(&options.hugepages) != 1)
+      os_hugepages((void *)e->node.start, MM_POOL_HUGE_BLOCK, false, false);
+    e->flags &= (uint8_t)~MM_EXTENT_THP;
+  }
   if (!options.secure) {
     local_heap_unlend(e);
     return;
@@ -275,6 +284,22 @@ static void fill_free(const pool_t *pl, uintptr_t *o);
 
 /* ---- carving ------------------------------------------------------------------------- */
 
+/* The pool's next page block: its size class's page block, or once the
+ * pool holds MM_POOL_HUGE_AFTER (huge pages not off), a 2 MiB block at a
+ * 2 MiB boundary advised as a transparent huge page.  The pool's lock
+ * held. */
+static extent_t *take_block(pool_t *pl) {
+  bool huge = option_live(&options.hugepages) != 0 && pl->bytes >= MM_POOL_HUGE_AFTER;
+  size_t n = huge ? MM_POOL_HUGE_BLOCK >> MM_DATABLOCK_SHIFT : pl->ndatablocks;
+  extent_t *e =
+      local_heap_take_page_block(pool_local_heap(), n, huge ? n : 1, 0, pool_claim_block, pl);
+  if (e && huge) {
+    e->flags |= MM_EXTENT_THP;
+    os_hugepages((void *)e->node.start, MM_POOL_HUGE_BLOCK, true, false);
+  }
+  return e;
+}
+
 /* Up to want objects carved from the pool's last block (a new one when it
  * is full), linked into a chain whose head is returned, each with its
  * canary; *got says how many.  NULL (errno ENOMEM): no block to be had.
@@ -282,8 +307,8 @@ static void fill_free(const pool_t *pl, uintptr_t *o);
 static void *carve(pool_t *pl, uint32_t want, uint32_t *got) {
   extent_t *e = pl->blocks.last;
   uint64_t limit = e ? atomic_load_relaxed(&e->xlimit) : 0;
-  if (!e || limit == (uint64_t)pl->capacity * pl->size) {
-    e = local_heap_take_page_block(pool_local_heap(), pl->ndatablocks, 0, pool_claim_block, pl);
+  if (!e || limit == (uint64_t)e->capacity * pl->size) {
+    e = take_block(pl);
     if (!e) {
       errno = ENOMEM;
       *got = 0;
@@ -291,9 +316,10 @@ static void *carve(pool_t *pl, uint32_t want, uint32_t *got) {
     }
     extent_list_push_back(&pl->blocks, e);
     pl->nblocks++;
+    pl->bytes += extent_usable(e);
     limit = 0;
   }
-  uint32_t left = pl->capacity - (uint32_t)(limit / pl->size);
+  uint32_t left = e->capacity - (uint32_t)(limit / pl->size);
   uint32_t n = want < left ? want : left;
   uintptr_t first = e->page_start + limit, key = pl->pub.key;
   for (uint32_t k = 0; k < n; k++) {
@@ -498,6 +524,7 @@ static void drop_all(pool_t *pl, extent_list_t *blocks) {
     extent_list_push_back(blocks, e);
   }
   pl->nblocks = 0;
+  pl->bytes = 0;
   pl->carved = 0;
 }
 
@@ -670,7 +697,7 @@ int pool_stats(const struct mm_pool_s *pub, mm_pool_stats_t *out) {
     free_objects += __atomic_load_n(&pub->cache[i].count, __ATOMIC_RELAXED);
   out->object_size = pl->size;
   out->blocks = pl->nblocks;
-  out->bytes = pl->nblocks * ((size_t)pl->ndatablocks << MM_DATABLOCK_SHIFT);
+  out->bytes = pl->bytes;
   out->objects = pl->carved;
   out->free_objects = free_objects;
   out->slow_calls = atomic_load_relaxed(&pl->xslow);
@@ -744,19 +771,21 @@ bool pool_is_valid(struct mm_pool_s *pub, char *why, size_t why_size) {
   }
   for (unsigned i = 1; ok && i < MM_POOL_THREADS; i++)
     ok = chain_is_valid(pl, pub->cache[i].free, pub->cache[i].count, "list", i, why, why_size);
-  uint64_t carved = 0, n = 0;
+  uint64_t carved = 0, n = 0, bytes = 0;
   for (extent_t *e = pl->blocks.first; ok && e; e = e->next, n++) {
     uint64_t limit = atomic_load_relaxed(&e->xlimit);
     if (e->kind != MM_EXTENT_POOL || pool_of_block(e) != pub || limit % pl->size ||
-        limit > (uint64_t)pl->capacity * pl->size ||
-        (e->next && limit != (uint64_t)pl->capacity * pl->size)) {
+        e->capacity != extent_usable(e) / pl->size ||
+        limit > (uint64_t)e->capacity * pl->size ||
+        (e->next && limit != (uint64_t)e->capacity * pl->size)) {
       os_format(why, why_size, "pool \"%s\": block %p is not one of its full blocks", pl->name,
                 (void *)e->node.start);
       ok = false;
     }
     carved += limit / pl->size;
+    bytes += extent_usable(e);
   }
-  if (ok && (carved != pl->carved || n != pl->nblocks)) {
+  if (ok && (carved != pl->carved || n != pl->nblocks || bytes != pl->bytes)) {
     os_format(why, why_size, "pool \"%s\": %lu objects in %lu blocks, counted %lu in %lu",
               pl->name, (unsigned long)carved, (unsigned long)n, (unsigned long)pl->carved,
               (unsigned long)pl->nblocks);

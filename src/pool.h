@@ -6,7 +6,9 @@
  * thread are set up first).
  *
  * A pool's memory is page blocks taken from the local heaps' page manager
- * (local_heap_take_page_block, as a thread heap takes one for a page) and
+ * (local_heap_take_page_block, as a thread heap takes one for a page: its
+ * size class's page block, 2 MiB aligned blocks advised huge once the pool
+ * is big) and
  * turned into extents of kind POOL: objects of one size from the block's
  * start, carved in batches, no header anywhere.  Line 0 of a POOL extent's
  * descriptor is laid out like a PAGE's where the inline mm_pool_free reads

@@ -14,8 +14,8 @@ typedef struct pool_s {
   struct mm_pool_s pub; /* key, cache: what the inline calls read */
   mm_spin_t lock;
   uint32_t size;        /* object size */
-  uint32_t ndatablocks; /* per page block (without a guard) */
-  uint32_t capacity;    /* objects per page block */
+  uint32_t ndatablocks; /* per page block (without a guard), until the pool is big */
+  uint32_t capacity;    /* objects per such page block (a 2 MiB block: its own) */
   uint32_t limit;       /* a thread's list limit */
   uint64_t magic;
   /* The depot: free objects any thread may take.  Whole lists a thread
@@ -30,6 +30,7 @@ typedef struct pool_s {
   uint64_t depot_count; /* objects in batches and loose */
   extent_list_t blocks; /* POOL extents, the one being carved last */
   uint64_t nblocks;
+  uint64_t bytes;       /* the blocks' usable bytes */
   uint64_t carved;      /* objects carved from all blocks */
   uint32_t serial;      /* lock order at fork */
   _Atomic(uint64_t) xslow; /* every slow call (statistics; the checker's cadence) */

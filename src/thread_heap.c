@@ -211,7 +211,7 @@ extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
     keep = block > MM_PAGE_FIRST_KEEP ? block : MM_PAGE_FIRST_KEEP;
   }
   claim_t claim = {th, c};
-  extent_t *page = local_heap_take_page_block(h, mm_size_classes[c].ndatablocks, keep, claim_page,
+  extent_t *page = local_heap_take_page_block(h, mm_size_classes[c].ndatablocks, 1, keep, claim_page,
                                               &claim);
   if (page) th->classes_paged |= (uint64_t)1 << c;
   return page;

@@ -317,6 +317,54 @@ static void test_release_reuse(void) {
   mm_pool_destroy(p);
 }
 
+/* A pool grows by its size class's page block until it holds 8 MiB, then
+ * by 2 MiB blocks at 2 MiB boundaries (advised as transparent huge pages;
+ * whether the kernel backs them so is its business): with huge pages on,
+ * a pool grown to 16 MiB holds four such blocks, and the objects handed
+ * out after 8 MiB include exactly four at 2 MiB boundaries (the blocks'
+ * first); with MMALLOC_HUGEPAGES=0, no such block. */
+static void grow_to(unsigned hugepages, size_t *blocks, size_t *bytes, int *aligned) {
+  long was = mm_option_get("hugepages");
+  REQUIRE("hugepages can be set", mm_option_set("hugepages", hugepages) == 0);
+  mm_pool_options_t o = {.object_size = 64, .name = "big"};
+  mm_pool_t *p = mm_pool_create(&o);
+  REQUIRE("create", p != NULL);
+  mm_pool_stats_t s = {0};
+  *aligned = 0;
+  while (mm_pool_stats(p, &s) == 0 && s.bytes < ((size_t)16 << 20)) {
+    /* objects at 2 MiB boundaries, counted in the batches that start once
+     * the pool holds 8 MiB: the first objects of the blocks taken after
+     * that (the block that brought it to 8 MiB was taken, and its first
+     * object handed out, in an earlier batch: objects go out in address
+     * order) */
+    bool big = s.bytes >= ((size_t)8 << 20);
+    for (int i = 0; i < 1024; i++) {
+      char *x = mm_pool_alloc(p);
+      REQUIRE("alloc", x != NULL);
+      x[63] = 1;
+      if (big && ((uintptr_t)x & (((uintptr_t)2 << 20) - 1)) == 0) ++*aligned;
+    }
+  }
+  *blocks = s.blocks;
+  *bytes = s.bytes;
+  mm_pool_destroy(p);
+  mm_option_set("hugepages", was);
+}
+
+static void test_huge_blocks(void) {
+  size_t blocks, bytes, small_blocks, small_bytes;
+  int aligned, small_aligned; /* (the second not checked: the class's blocks may fall anywhere) */
+  grow_to(0, &small_blocks, &small_bytes, &small_aligned);
+  size_t block = small_bytes / small_blocks; /* the size class's page block */
+  CHECK("hugepages=0: every block the size class's", small_bytes == small_blocks * block &&
+                                                         block < ((size_t)2 << 20));
+  grow_to(2, &blocks, &bytes, &aligned);
+  size_t small = ((size_t)8 << 20) / block; /* blocks before the pool is big */
+  CHECK("hugepages=2: 8 MiB of the class's blocks, then 2 MiB blocks",
+        bytes == small * block + (blocks - small) * ((size_t)2 << 20) && blocks - small == 4);
+  CHECK("hugepages=2: the 2 MiB blocks start at 2 MiB boundaries", aligned == 4);
+}
+
 /* The inline calls do the work: in one thread, alloc/free pairs in batches
  * reach the library only when a thread's list is empty or full. */
 static void test_fast_path(void) {
@@ -396,6 +444,7 @@ int main(void) {
   test_create();
   test_page_blocks();
   test_release_reuse();
+  test_huge_blocks();
   test_fast_path();
   test_threads();
   return check_summary(SUITE);

@@ -154,8 +154,8 @@ static void heap_checker_tests(void) {
   local_heap_t *h = &mm_heaps[0];
   unsigned cls = 3;
   /* two pages, one given back (cached), one abandoned, a large block */
-  extent_t *p1 = local_heap_take_page_block(h, mm_size_classes[cls].ndatablocks, 0, claim, &cls);
-  extent_t *p2 = local_heap_take_page_block(h, mm_size_classes[cls].ndatablocks, 0, claim, &cls);
+  extent_t *p1 = local_heap_take_page_block(h, mm_size_classes[cls].ndatablocks, 1, 0, claim, &cls);
+  extent_t *p2 = local_heap_take_page_block(h, mm_size_classes[cls].ndatablocks, 1, 0, claim, &cls);
   void *large = local_heap_alloc_large(h, 100000, 0, false, false);
   REQUIRE("pages and a large block", p1 && p2 && large);
   local_heap_lock(h);

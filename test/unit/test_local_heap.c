@@ -243,7 +243,7 @@ int main(int argc, char **argv) {
       counts[0]++;
     } else if (kind < 55) {
       unsigned cls = (unsigned)(next_rand() % MM_CLASSES);
-      extent_t *e = local_heap_take_page_block(h, mm_size_classes[cls].ndatablocks, 0, claim, &cls);
+      extent_t *e = local_heap_take_page_block(h, mm_size_classes[cls].ndatablocks, 1, 0, claim, &cls);
       REQUIRE("page", e != NULL);
       live_t *l = &live[nlive++];
       l->start = e->node.start;

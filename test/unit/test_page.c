@@ -50,7 +50,7 @@ static void claim(extent_t *page, void *arg) {
 }
 
 static extent_t *take_page(unsigned cls) {
-  extent_t *page = local_heap_take_page_block(&mm_heaps[0], mm_size_classes[cls].ndatablocks, 0, claim, &cls);
+  extent_t *page = local_heap_take_page_block(&mm_heaps[0], mm_size_classes[cls].ndatablocks, 1, 0, claim, &cls);
   REQUIRE("a page block from the local heap", page != NULL);
   return page;
 }
