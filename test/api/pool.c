@@ -12,8 +12,11 @@
  *     releases now and then and a page block of its own;
  *   - the statistics: live objects == the model's, after everything is
  *     freed none, after release and destroy no page block held (the local
- *     heaps' lent_bytes in mm_stats_json back to 0), and the memory of a
+ *     heaps' lent_bytes in mm_stats_json back to 0) and, with mm_collect,
+ *     the resident set down by the pool's blocks; the memory of a
  *     released pool reused by the next (no growth over rounds);
+ *   - a pool grown past 8 MiB takes 2 MiB blocks at 2 MiB boundaries (not
+ *     with MMALLOC_HUGEPAGES=0);
  *   - page blocks: 4 KiB aligned, sizes rounded, EINVAL outside 1..64 MiB.
  */
 #define _GNU_SOURCE
@@ -308,6 +311,16 @@ static void test_release_reuse(void) {
     mm_pool_stats(p, &s);
     CHECK("release: no block, no object", s.blocks == 0 && s.objects == 0 && s.bytes == 0);
     CHECK("release: lent_bytes back", total_lent_bytes() == lent0);
+    if (round == 0) {
+      /* and the memory to the OS once the page cache is purged: the
+       * resident set falls by at least three quarters of the pool's
+       * blocks (less what secure mode's quarantine holds) */
+      size_t rss1 = rss_bytes();
+      mm_collect();
+      size_t rss2 = rss_bytes(), held = (size_t)quarantine_bytes();
+      CHECK("release and mm_collect give the resident set back",
+            rss2 <= rss1 - first_bytes * 3 / 4 + held);
+    }
     if (mm_option_get("secure"))
       CHECK("secure mode: the quarantine holds the released blocks (at least the last)",
             quarantine_bytes() > 0);
