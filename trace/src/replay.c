@@ -2,11 +2,16 @@
  * threads, on any allocator, and measure time, peak RSS and page faults.
  *
  *   mmtrace replay TRACE [--alloc NAME|PATH.so[VAR=VALUE,...]]... [--reps N]
- *                  [--speed S] [--touch page|all] [--copies N] [--partial] [--keep DIR]
+ *                  [--speed S] [--touch page|all] [--threads K | --copies N] [--partial]
+ *                  [--keep DIR]
  *
  * --copies N runs N copies of the traced threads side by side, each copy
  * with its own blocks and its own time waits (a trace taken on a small
- * machine, replayed at N times its threads on a larger one).
+ * machine, replayed at N times its threads on a larger one).  --threads K
+ * scales to K threads: below the trace's T threads it folds them onto K
+ * replay threads (replay_group: each runs its members' calls merged in the
+ * trace's time order, and their work between calls one after another); a
+ * multiple of T is K / T copies.
  *
  * Three parts:
  *
@@ -659,69 +664,178 @@ static uint64_t wait_ready(const rop_t *o) {
 
 static uint64_t run_nslots;
 
+/* A thread program read in order, 512 ops at a time. */
+typedef struct {
+  int fd;
+  char path[PROG_PATH_MAX];
+  rop_t buf[512];
+  size_t i, n;
+} op_reader_t;
+
+/* Opens thread t's program; false (after a message) if it has ops and
+ * cannot be opened; a thread without ops may have no file. */
+static bool reader_open(op_reader_t *r, uint64_t t, uint64_t ops) {
+  snprintf(r->path, sizeof r->path, "%s/thread-%" PRIu64 ".ops", run_dir, t);
+  r->i = r->n = 0;
+  r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+  if (r->fd < 0 && ops) {
+    fprintf(stderr, "mmtrace replay-run: %s: %s\n", r->path, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+/* The next op, not taken; NULL at the end. */
+static const rop_t *reader_peek(op_reader_t *r) {
+  if (r->i < r->n) return &r->buf[r->i];
+  if (r->fd < 0) return NULL;
+  size_t got = 0;
+  for (;;) {
+    ssize_t m = read(r->fd, (char *)r->buf + got, sizeof r->buf - got);
+    if (m < 0 && errno == EINTR) continue;
+    if (m < 0) { fprintf(stderr, "mmtrace replay-run: %s: %s\n", r->path, strerror(errno)); exit(3); }
+    if (m == 0) break;
+    got += (size_t)m;
+    if (got % sizeof(rop_t) == 0) break;     /* else a short read mid-op: read the rest */
+  }
+  if (got % sizeof(rop_t)) { fprintf(stderr, "mmtrace replay-run: %s: truncated\n", r->path); exit(3); }
+  r->i = 0;
+  r->n = got / sizeof(rop_t);
+  if (!r->n) {
+    close(r->fd);
+    r->fd = -1;
+    return NULL;
+  }
+  return &r->buf[0];
+}
+
+/* What a replay thread carries from one op to the next. */
+typedef struct {
+  double owed;                      /* the program's work not yet spun, ns */
+  unsigned since_sync;
+} pace_t;
+
+/* One op of trace thread `me` (an index into progress[]): the waits and
+ * the program's own work before it, then the call. */
+static void replay_op(const rop_t *o, uint64_t me, pace_t *pc) {
+  atomic_store_explicit(&progress[me].at, o->at_ns, memory_order_release);
+  /* no thread runs more than LAG_NS of the trace's time ahead of another:
+   * the program's own hand-offs (a queue, a lock) kept its threads that
+   * close, and a replay without them would let a producer run ahead and
+   * hold memory the program never held */
+  if (++pc->since_sync == 64) {
+    pc->since_sync = 0;
+    if (o->at_ns > LAG_NS) wait_others(me, o->at_ns - LAG_NS);
+  }
+  if (speed > 0) {
+    /* the program's own work before this call (the recorded gap), scaled,
+     * less what the call's block kept the thread waiting; CPU work in
+     * pieces of at least 1 us (so that reading a clock does not become the
+     * work), sleep from SLEEP_NS up */
+    double think = (double)o->dt_ns * speed;
+    if (think >= SLEEP_NS) {
+      /* blocked in the trace: for the other threads, if they were what it
+       * waited for; else (I/O, a timer) for the time it took */
+      if (!wait_others(me, o->at_ns)) {
+        struct timespec ts = {(time_t)(think / 1e9), (long)fmod(think, 1e9)};
+        nanosleep(&ts, NULL);
+      }
+      wait_ready(o);
+    } else if ((think -= (double)wait_ready(o)) > 0) {
+      pc->owed += think;
+    }
+    if (pc->owed >= 1000) {
+      spin_ns(pc->owed);
+      pc->owed = 0;
+    }
+  }
+  exec_op(o);
+}
+
 static void *replay_thread(void *arg) {
   rthread_info_t *ti = arg;
   slot_base = ti->copy * run_nslots;
   progress_base = ti->copy * nprogress;
-  char path[PROG_PATH_MAX];
-  snprintf(path, sizeof path, "%s/thread-%" PRIu64 ".ops", run_dir, ti->thread);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (ti->ops) { fprintf(stderr, "mmtrace replay-run: %s: %s\n", path, strerror(errno)); exit(3); }
-    atomic_store_explicit(&progress[progress_base + ti->thread].at, UINT64_MAX, memory_order_release);
-    return NULL;
+  uint64_t me = progress_base + ti->thread;
+  op_reader_t *r = malloc(sizeof *r);
+  if (!r || !reader_open(r, ti->thread, ti->ops)) exit(3);
+  pace_t pc = {0, 0};
+  const rop_t *o;
+  while ((o = reader_peek(r)) != NULL) {
+    replay_op(o, me, &pc);
+    r->i++;
   }
-  rop_t buf[512];
-  double owed = 0;
-  unsigned since_sync = 0;
+  free(r);
+  atomic_store_explicit(&progress[me].at, UINT64_MAX, memory_order_release);
+  return NULL;
+}
+
+/* --threads K below the trace's thread count: the trace threads folded
+ * onto K replay threads.  A group's replay thread runs its members'
+ * programs merged by the trace's time (the earliest next op first), so it
+ * makes every call of its members in the order the trace made them, and
+ * does their work between calls one after another: the same calls and the
+ * same work on fewer threads.  A member's progress entry is the time of its
+ * next op, so a member waiting for the others never waits for itself or a
+ * member of its group (their next ops come no earlier), and the group
+ * holding the earliest op of all can always make it: no deadlock.  A trace
+ * whose clock cannot order its threads (no time waits then) is merged by
+ * time among the ops whose blocks are ready: the op the program really made
+ * next is always ready, so again some group can go on. */
+typedef struct {
+  rthread_info_t **member;
+  uint64_t n;
+  pthread_t handle;
+} rgroup_t;
+
+/* Can o run now without waiting for its blocks: the block it releases is
+ * there, and the slot of the block it returns is free (or is the slot it
+ * releases)? */
+static bool op_ready(const rop_t *o) {
+  if (o->slot != NO_SLOT &&
+      atomic_load_explicit(&slot_gen[o->slot], memory_order_acquire) != o->gen)
+    return false;
+  return o->slot2 == NO_SLOT || o->slot2 == o->slot ||
+         atomic_load_explicit(&slot_gen[o->slot2], memory_order_acquire) == o->gen2;
+}
+
+static void *replay_group(void *arg) {
+  rgroup_t *g = arg;
+  op_reader_t *r = calloc(g->n ? g->n : 1, sizeof *r);
+  if (!r) exit(3);
+  for (uint64_t k = 0; k < g->n; k++) {
+    if (!reader_open(&r[k], g->member[k]->thread, g->member[k]->ops)) exit(3);
+    const rop_t *o = reader_peek(&r[k]);
+    atomic_store_explicit(&progress[g->member[k]->thread].at, o ? o->at_ns : UINT64_MAX,
+                          memory_order_release);
+  }
+  pace_t pc = {0, 0};
+  backoff_t b = {0, 0};
   for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) { fprintf(stderr, "mmtrace replay-run: %s: %s\n", path, strerror(errno)); exit(3); }
-    if (n == 0) break;
-    if (n % (ssize_t)sizeof(rop_t)) {          /* a short read mid-op: read the rest */
-      ssize_t more = (ssize_t)sizeof(rop_t) - n % (ssize_t)sizeof(rop_t);
-      ssize_t m = read(fd, (char *)buf + n, (size_t)more);
-      if (m != more) { fprintf(stderr, "mmtrace replay-run: %s: truncated\n", path); exit(3); }
-      n += m;
+    /* the earliest next op of the members; in a trace whose clock cannot
+     * order its threads, the earliest that need not wait for a block (the
+     * one the trace really made first is always among them, somewhere) */
+    uint64_t best = UINT64_MAX, at = UINT64_MAX;
+    bool left = false;
+    for (uint64_t k = 0; k < g->n; k++) {  /* a handful of members: a scan is enough */
+      const rop_t *o = reader_peek(&r[k]);
+      left |= o != NULL;
+      if (o && o->at_ns < at && (ordered || op_ready(o))) { at = o->at_ns; best = k; }
     }
-    for (size_t i = 0; i < (size_t)n / sizeof(rop_t); i++) {
-      atomic_store_explicit(&progress[progress_base + ti->thread].at, buf[i].at_ns, memory_order_release);
-      /* no thread runs more than LAG_NS of the trace's time ahead of
-       * another: the program's own hand-offs (a queue, a lock) kept its
-       * threads that close, and a replay without them would let a
-       * producer run ahead and hold memory the program never held */
-      if (++since_sync == 64) {
-        since_sync = 0;
-        if (buf[i].at_ns > LAG_NS) wait_others(progress_base + ti->thread, buf[i].at_ns - LAG_NS);
-      }
-      if (speed > 0) {
-        /* the program's own work before this call (the recorded gap),
-         * scaled, less what the call's block kept the thread waiting;
-         * CPU work in pieces of at least 1 us (so that reading a clock
-         * does not become the work), sleep from SLEEP_NS up */
-        double think = (double)buf[i].dt_ns * speed;
-        if (think >= SLEEP_NS) {
-          /* blocked in the trace: for the other threads, if they were what
-           * it waited for; else (I/O, a timer) for the time it took */
-          if (!wait_others(progress_base + ti->thread, buf[i].at_ns)) {
-            struct timespec ts = {(time_t)(think / 1e9), (long)fmod(think, 1e9)};
-            nanosleep(&ts, NULL);
-          }
-          wait_ready(&buf[i]);
-        } else if ((think -= (double)wait_ready(&buf[i])) > 0) {
-          owed += think;
-        }
-        if (owed >= 1000) {
-          spin_ns(owed);
-          owed = 0;
-        }
-      }
-      exec_op(&buf[i]);
+    if (!left) break;
+    if (best == UINT64_MAX) {               /* every member waits for another group */
+      backoff(&b);
+      continue;
     }
+    b.n = 0;
+    b.sleep_ns = 0;
+    uint64_t me = g->member[best]->thread;
+    replay_op(reader_peek(&r[best]), me, &pc);
+    r[best].i++;
+    const rop_t *next = reader_peek(&r[best]);
+    atomic_store_explicit(&progress[me].at, next ? next->at_ns : UINT64_MAX, memory_order_release);
   }
-  close(fd);
-  atomic_store_explicit(&progress[progress_base + ti->thread].at, UINT64_MAX, memory_order_release);
+  free(r);
   return NULL;
 }
 
@@ -733,7 +847,7 @@ static int cmp_begin(const void *a, const void *b) {
 }
 
 int mmt_cmd_replay_run(int argc, char **argv) {
-  if (argc < 2) { fprintf(stderr, "usage: mmtrace replay-run DIR [speed] [page|all] [copies]\n"); return 2; }
+  if (argc < 2) { fprintf(stderr, "usage: mmtrace replay-run DIR [speed] [page|all] [copies] [fold]\n"); return 2; }
   run_dir = argv[1];
   own_pvalloc = beside_malloc("pvalloc");
   own_valloc = beside_malloc("valloc");
@@ -742,6 +856,7 @@ int mmt_cmd_replay_run(int argc, char **argv) {
   touch_all = argc > 3 && strcmp(argv[3], "all") == 0;
   uint64_t copies = argc > 4 ? strtoull(argv[4], NULL, 10) : 1;
   if (copies < 1) copies = 1;
+  uint64_t fold = argc > 5 ? strtoull(argv[5], NULL, 10) : 0; /* 0: a replay thread per trace thread */
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s/threads", run_dir);
   FILE *f = fopen(path, "r");
@@ -786,6 +901,32 @@ int mmt_cmd_replay_run(int argc, char **argv) {
   qsort(th, n, sizeof *th, cmp_begin);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
+  if (fold && fold < n) {
+    if (copies > 1) {
+      fprintf(stderr, "mmtrace replay-run: threads are folded without copies\n");
+      return 3;
+    }
+    /* the trace threads in the order they began, dealt round the groups */
+    rgroup_t *g = calloc(fold, sizeof *g);
+    rthread_info_t **members = calloc(n, sizeof *members);
+    if (!g || !members) return 3;
+    for (uint64_t k = 0; k < fold; k++) g[k].member = members + k * ((n + fold - 1) / fold);
+    for (uint64_t i = 0; i < n; i++) g[i % fold].member[g[i % fold].n++] = &th[i];
+    uint64_t t0 = mono();
+    for (uint64_t k = 0; k < fold; k++) {
+      if (pthread_create(&g[k].handle, &attr, replay_group, &g[k]) != 0) {
+        fprintf(stderr, "mmtrace replay-run: pthread_create: %s\n", strerror(errno));
+        return 3;
+      }
+    }
+    for (uint64_t k = 0; k < fold; k++) pthread_join(g[k].handle, NULL);
+    uint64_t t1 = mono();
+    printf("replay_ns %" PRIu64 " threads %" PRIu64 " slots %" PRIu64 " differ %" PRIuFAST64 " nulls %" PRIuFAST64
+           " waits %" PRIuFAST64 "\n", t1 - t0, fold, nslots, atomic_load(&differ), atomic_load(&null_releases),
+           atomic_load(&waits));
+    fflush(stdout);
+    return 0;
+  }
   uint64_t t0 = mono();
   for (uint64_t i = 0; i < n; i++) {
     /* the threads that had ended before this one began are gone */
@@ -876,7 +1017,7 @@ static void rm_dir(const char *dir) {
 int mmt_cmd_replay(int argc, char **argv) {
   const char *trace = NULL, *keep = NULL, *touch_mode = "page";
   double spd = 1;
-  int reps = 3, copies = 1;
+  int reps = 3, copies = 1, threads = 0;
   bool partial = false;
   alloc_t allocs[16];
   int na = 0;
@@ -890,14 +1031,15 @@ int mmt_cmd_replay(int argc, char **argv) {
     else if (strcmp(argv[i], "--touch") == 0 && i + 1 < argc) touch_mode = argv[++i];
     else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc) keep = argv[++i];
     else if (strcmp(argv[i], "--copies") == 0 && i + 1 < argc) copies = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
     else if (strcmp(argv[i], "--partial") == 0) partial = true;
     else if (argv[i][0] == '-') { fprintf(stderr, "mmtrace replay: unknown option %s\n", argv[i]); return 2; }
     else trace = argv[i];
   }
-  if (!trace || reps < 1 || spd < 0 || copies < 1 || copies > 1024 ||
-      (strcmp(touch_mode, "page") && strcmp(touch_mode, "all"))) {
+  if (!trace || reps < 1 || spd < 0 || copies < 1 || copies > 1024 || threads < 0 ||
+      (threads && copies > 1) || (strcmp(touch_mode, "page") && strcmp(touch_mode, "all"))) {
     fprintf(stderr, "usage: mmtrace replay TRACE [--alloc NAME|PATH.so[VAR=VALUE,...]]... [--reps N] [--speed S] "
-            "[--touch page|all] [--copies N] [--partial] [--keep DIR]\n");
+            "[--touch page|all] [--threads K | --copies N] [--partial] [--keep DIR]\n");
     return 2;
   }
   if (!na && parse_alloc("glibc", &allocs[na++]) != 0) return 2;
@@ -957,6 +1099,21 @@ int mmt_cmd_replay(int argc, char **argv) {
   if (prep.skewed)
     fprintf(stderr, "mmtrace replay: %" PRIu64 " releases are stamped before their block's allocation (the clock "
             "differs between CPUs): threads blocked in the trace wait for their own time only\n", prep.skewed);
+  /* --threads K: fewer than the trace's threads folds them onto K; a
+   * multiple of them runs K / T copies side by side */
+  int fold = 0;
+  if (threads && (uint64_t)threads < prep.nth) {
+    fold = threads;
+  } else if (threads) {
+    if ((uint64_t)threads % prep.nth || (uint64_t)threads / prep.nth > 1024) {
+      fprintf(stderr, "mmtrace replay: --threads %d: above the trace's %" PRIu64 " threads, K must be a "
+              "multiple of them (K / %" PRIu64 " copies side by side, at most 1024)\n", threads, prep.nth,
+              prep.nth);
+      if (!keep) rm_dir(dir);
+      return 2;
+    }
+    copies = (int)((uint64_t)threads / prep.nth);
+  }
   char self[PATH_MAX];
   ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
   if (l <= 0) return 2;
@@ -966,9 +1123,10 @@ int mmt_cmd_replay(int argc, char **argv) {
     allocs[a].rss_kb = calloc((size_t)reps, sizeof(long));
     allocs[a].faults = calloc((size_t)reps, sizeof(long));
   }
-  char speed_s[32], copies_s[16];
+  char speed_s[32], copies_s[16], fold_s[16];
   snprintf(speed_s, sizeof speed_s, "%g", spd);
   snprintf(copies_s, sizeof copies_s, "%d", copies);
+  snprintf(fold_s, sizeof fold_s, "%d", fold);
   for (int r = 0; r < reps; r++) {
     for (int k = 0; k < na; k++) {
       alloc_t *al = &allocs[r % 2 ? na - 1 - k : k];
@@ -986,7 +1144,7 @@ int mmt_cmd_replay(int argc, char **argv) {
           *eq = 0;
           setenv(al->env[v], eq + 1, 1);
         }
-        execl(self, self, "replay-run", dir, speed_s, touch_mode, copies_s, (char *)NULL);
+        execl(self, self, "replay-run", dir, speed_s, touch_mode, copies_s, fold_s, (char *)NULL);
         _exit(127);
       }
       close(pipefd[1]);
@@ -999,10 +1157,10 @@ int mmt_cmd_replay(int argc, char **argv) {
       int status;
       struct rusage ru;
       while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {}
-      uint64_t ns = 0, differs = 0, nulls = 0;
+      uint64_t ns = 0, nthreads = 0, differs = 0, nulls = 0;
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-          sscanf(out, "replay_ns %" SCNu64 " threads %*u slots %*u differ %" SCNu64 " nulls %" SCNu64, &ns, &differs,
-                 &nulls) != 3) {
+          sscanf(out, "replay_ns %" SCNu64 " threads %" SCNu64 " slots %*u differ %" SCNu64 " nulls %" SCNu64, &ns,
+                 &nthreads, &differs, &nulls) != 4) {
         fprintf(stderr, "mmtrace replay: the replay on %s failed (%s %d)\n", al->name,
                 WIFSIGNALED(status) ? "signal" : "status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         if (!keep) rm_dir(dir);
@@ -1011,9 +1169,9 @@ int mmt_cmd_replay(int argc, char **argv) {
       al->secs[r] = (double)ns / 1e9;
       al->rss_kb[r] = ru.ru_maxrss;
       al->faults[r] = ru.ru_minflt + ru.ru_majflt;
-      fprintf(stderr, "rep %d %-10s %.3f s  %ld KiB  %ld faults  %" PRIu64 " outcomes differ from the trace, %"
-              PRIu64 " releases of a refused block\n", r + 1, al->name, al->secs[r], al->rss_kb[r], al->faults[r],
-              differs, nulls);
+      fprintf(stderr, "rep %d %-10s %.3f s  %ld KiB  %ld faults  %" PRIu64 " threads  %" PRIu64 " outcomes differ "
+              "from the trace, %" PRIu64 " releases of a refused block\n", r + 1, al->name, al->secs[r], al->rss_kb[r],
+              al->faults[r], nthreads, differs, nulls);
     }
   }
   double best = 0;
@@ -1031,6 +1189,7 @@ int mmt_cmd_replay(int argc, char **argv) {
   printf("\nmedians of %d runs, allocators alternating; %" PRIu64 " calls in %" PRIu64 " threads; speed %g; "
          "touch %s\n", reps, prep.ops, prep.nth, spd, touch_mode);
   if (copies > 1) printf("(%d copies of the traced threads side by side, each with its own blocks)\n", copies);
+  if (fold) printf("(the traced threads folded onto %d replay threads)\n", fold);
   for (int a = 0; a < na; a++) { free(allocs[a].secs); free(allocs[a].rss_kb); free(allocs[a].faults); }
   if (!keep) rm_dir(dir);
   return 0;

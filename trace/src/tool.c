@@ -43,7 +43,7 @@ static void usage(FILE *out) {
           "       mmtrace stats [--partial] TRACE          (JSON: what the report plots)\n"
           "       mmtrace report [--partial] TRACE [-o DIR] (markdown and plots, default TRACE.report/)\n"
           "       mmtrace replay TRACE [--alloc NAME|PATH.so[VAR=VALUE,...]]... [--reps N] [--speed S]\n"
-          "                      [--touch page|all] [--copies N]"
+          "                      [--touch page|all] [--threads K | --copies N]"
           " [--partial] [--keep DIR]  (the calls again, on each allocator: time, RSS, faults)\n"
           "       mmtrace advise TRACE [--reps N] [-o FILE]  (replays on every allocator and mmalloc setting: advice)\n"
           "       mmtrace allocators                         (the allocators this machine has)\n"
