@@ -121,6 +121,116 @@ def findings(s):
     return out
 
 
+PHASE_STRESS = {
+    "growth": "memory taken from the OS: page faults on fresh memory, how cheaply the allocator reserves "
+              "and commits (huge pages pay for a big heap)",
+    "steady": "churn at a stable live set: the fast path, and reusing freed blocks without fragmenting "
+              "over time",
+    "release": "memory return: how soon the resident set follows the live set down (purge delay, decay)",
+    "idle": "no allocation at all: only an allocator that purges without being called (a background "
+            "thread or a timer) gives memory back here",
+}
+
+
+def phases(live, allocs, min_share=0.03, tol=0.20):
+    """The run cut into phases from its per-millisecond live bytes and
+    allocations: [(kind, first_ms, end_ms)] with kind growth, steady,
+    release or idle, end_ms exclusive, covering the run in order.
+
+    First the idle stretches: at least min_share of the run (and 2 ms)
+    without an allocation or a change in live bytes.  Each stretch between
+    them is cut where the live set turns: a stretch whose live bytes stray
+    from the straight line between its ends by more than tol of the peak
+    live set is split at the farthest point, and its halves likewise.  A
+    piece whose live set rises (falls) by more than tol of the peak is
+    growth (release), any other steady.  Pieces shorter than min_share of
+    the run go into the piece before them (the first into the next), taking
+    its kind (a spike on a plateau stays plateau), and neighbours of one
+    kind are joined."""
+    n = len(live)
+    if n == 0:
+        return []
+    peak = max(max(live), 1)
+    small = max(int(min_share * n), 2)
+
+    def at(i):                    # live bytes before ms i
+        return live[i - 1] if i else 0
+
+    # idle stretches
+    quiet = [allocs[i] == 0 and live[i] == at(i) for i in range(n)]
+    cuts, i = [], 0
+    while i < n:
+        j = i
+        while j < n and quiet[j] == quiet[i]:
+            j += 1
+        cuts.append(["idle" if quiet[i] and j - i >= small else None, i, j])
+        i = j
+    spans = []
+    for k in cuts:                # short quiet stretches belong to the activity around them
+        if spans and k[0] is None and spans[-1][0] is None:
+            spans[-1][2] = k[2]
+        elif spans and k[0] == "idle" and spans[-1][0] == "idle":
+            spans[-1][2] = k[2]
+        else:
+            spans.append(k)
+
+    def kind_of(a, b):            # an active span by its net change
+        change = live[b - 1] - at(a)
+        return "growth" if change > tol * peak else "release" if change < -tol * peak else "steady"
+
+    def split(a, b, out):         # [a, b) active: cut where the live set turns
+        if b - a >= 2:
+            la, lb = at(a), live[b - 1]
+            worst, where = 0.0, None
+            for m in range(a + 1, b):
+                line = la + (lb - la) * (m - a) / (b - a)
+                d = abs(at(m) - line)
+                if d > worst:
+                    worst, where = d, m
+            if worst > tol * peak and where is not None:
+                split(a, where, out)
+                split(where, b, out)
+                return
+        out.append([kind_of(a, b), a, b])
+
+    pieces = []
+    for kind, a, b in spans:
+        if kind == "idle":
+            pieces.append([kind, a, b])
+        else:
+            split(a, b, pieces)
+
+    def join(ps):
+        out = []
+        for k in ps:
+            if out and out[-1][0] == k[0]:
+                out[-1][2] = k[2]
+            else:
+                out.append(k)
+        return out
+
+    pieces = join(pieces)
+    while len(pieces) > 1:
+        i = next((i for i, (_, a, b) in enumerate(pieces) if b - a < small), None)
+        if i is None:
+            break
+        into = i - 1 if i else 1
+        pieces[into][1] = min(pieces[i][1], pieces[into][1])
+        pieces[into][2] = max(pieces[i][2], pieces[into][2])
+        del pieces[i]
+        pieces = join(pieces)
+    return [tuple(k) for k in pieces]
+
+
+def phase_rows(s):
+    """[(kind, from_ms, to_ms, allocations, live at start, live at end, live peak)]."""
+    live, allocs = s["ms_live_bytes"], s["ms_allocations"]
+    rows = []
+    for kind, a, b in phases(live, allocs):
+        rows.append((kind, a, b, sum(allocs[a:b]), live[a - 1] if a else 0, live[b - 1], max(live[a:b])))
+    return rows
+
+
 def plots(s, out):
     try:
         import matplotlib
@@ -173,7 +283,11 @@ def plots(s, out):
         rate = s["ms_allocations"]
         ax2.plot([i / 1000 for i in range(len(rate))], rate, color="tab:orange", alpha=0.5, linewidth=0.7)
         ax2.set_ylabel("allocations per ms", color="tab:orange")
-        save(fig, "live.png", "Live bytes and allocation rate over time")
+        shade = {"growth": "tab:green", "steady": "tab:blue", "release": "tab:red", "idle": "tab:gray"}
+        for kind, a, b, *_ in phase_rows(s):
+            ax.axvspan(a / 1000, b / 1000, color=shade[kind], alpha=0.08, linewidth=0)
+            ax.text((a + b) / 2000, ax.get_ylim()[1] * 0.97, kind, ha="center", va="top", fontsize=7)
+        save(fig, "live.png", "Live bytes and allocation rate over time, with the phases")
     th = s["threads"]
     if th:
         fig, ax = plt.subplots(figsize=(7, min(8, 1 + 0.2 * len(th))))
@@ -238,6 +352,21 @@ def write_report(s, out, made, note):
         lines.append("Nothing stands out: a small, single-phase pattern that any allocator serves alike.")
     for title, text, prop in fs:
         lines += [f"**{title}.** {text} Stresses: {prop}.", ""]
+    rows = phase_rows(s)
+    lines += ["## Phases", "",
+              "The run cut where its live set turns (per millisecond): growth (the live set rises by "
+              "more than a fifth of its peak), release (it falls as much), steady (it allocates at a "
+              "live set within that), idle (no allocation for at least 3% of the run). Phases shorter "
+              "than 3% of the run are folded into their neighbour.", "",
+              "| phase | kind | from | to | allocations | per ms | live at start | at end | peak |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for i, (kind, a, b, n_alloc, l0, l1, lp) in enumerate(rows):
+        lines.append(f"| {i + 1} | {kind} | {a} ms | {b} ms | {n_alloc} | {n_alloc / max(1, b - a):.0f} | "
+                     f"{human(l0)} | {human(l1)} | {human(lp)} |")
+    lines.append("")
+    for kind in dict.fromkeys(k for k, *_ in rows):
+        lines += [f"**{kind.capitalize()}** ({sum(b - a for k, a, b, *_ in rows if k == kind)} ms of "
+                  f"{len(s['ms_live_bytes'])}). Stresses: {PHASE_STRESS[kind]}.", ""]
     lines += ["## Threads", "", "| thread | OS tid | from | to | allocations | bytes | frees | of them remote |",
               "|---|---|---|---|---|---|---|---|"]
     for t in s["threads"][:64]:

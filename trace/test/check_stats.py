@@ -155,7 +155,7 @@ def main():
     if r.returncode != 0:
         fail(f"report: status {r.returncode}: {r.stderr}")
     md = open(os.path.join(out, "report.md")).read()
-    for want in ("# Allocation pattern of", "## Calls", "## What the pattern stresses", "## Threads",
+    for want in ("# Allocation pattern of", "## Calls", "## What the pattern stresses", "## Phases", "## Threads",
                  f"{len(sizes)} allocations"):
         if want not in md:
             fail(f"report.md lacks '{want}'")
