@@ -30,6 +30,11 @@ LOSS_TIME = 1.25     # a time ratio from which a result is listed as a loss
 LOSS_RSS = 1.5       # same for peak RSS...
 LOSS_RSS_MIB = 8.0   # ...when also this many MiB above the best (not start-up footprint)
 
+# mmalloc's counters of the slow-path events that decide scaling (its
+# statistics' "total" object; run.py records them for this tree's mmalloc)
+SCALING_COUNTERS = ["lock_acquisitions", "lock_waits", "lock_try_failures", "remote_batches",
+                    "remote_cas_retries", "pages_abandoned", "pages_adopted", "pages_taken_over"]
+
 
 def _f(x):
     """x as a float, None when it is not a number."""
@@ -191,7 +196,7 @@ def write(out, rows, fast, meta, plots=True, log=print):
     L = title_section(meta) + run_section(m, meta) + reading_note()
     L += summary_section(m, totals) + losses_section(m) + failures_section(rows)
     L += fastpath_section(fast, m.allocs) + plots_section(out, m, plots, log)
-    L += per_workload_section(m, rows)
+    L += scaling_section(m, rows) + per_workload_section(m, rows)
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(L) + "\n")
     return {a: t[:2] for a, t in totals.items()}
@@ -422,6 +427,46 @@ def plots_section(out, m, plots, log):
         L += ["## Plots", ""]
         for name, title in pngs:
             L += ["**%s**" % title, "", "![%s](%s)" % (title, name), ""]
+    return L
+
+
+def scaling_section(m, rows):
+    """mmalloc's slow-path events per million operations, per workload and
+    thread count (medians of the repetitions): what would contend on a
+    machine with many more cores than this one."""
+    per = {}
+    for r in rows:
+        ops = _f(r.get("ops"))
+        if r.get("allocator") != "mmalloc" or r.get("status") != "ok" or not ops:
+            continue
+        vals = [_f(r.get("mm_" + k)) for k in SCALING_COUNTERS]
+        if None in vals:
+            continue
+        per.setdefault((r["workload"], int(r["threads"])), []).append([v * 1e6 / ops for v in vals])
+    if not per:
+        return []
+    names = ["local heap locks", "of them waited", "failed try-locks", "remote batches",
+             "inbox CAS retries", "pages abandoned", "pages adopted", "pages taken over"]
+    L = ["## mmalloc's scaling counters", "",
+         "Slow-path events of mmalloc per million operations of the workload (medians of the "
+         "repetitions; the statistics' `total` object at exit, `MMALLOC_STATS=2`): local-heap lock "
+         "acquisitions and how many found the lock held (waited) or gave up a try-lock, remote-free "
+         "batches handed to other threads' inboxes and the CAS retries that took, pages left "
+         "without owner (abandoned), adopted, and taken over from idle threads. On a machine with "
+         "many cores, waits, retries and hand-overs are where threads would meet; a workload whose "
+         "lock count per operation is high would queue on its local heap's lock.", "",
+         "| workload | threads | " + " | ".join(names) + " |",
+         "|---|---|" + "---|" * len(names)]
+    for w in m.workloads:
+        for t in m.threads[w]:
+            runs = per.get((w, t))
+            if not runs:
+                continue
+            med = [statistics.median(run[i] for run in runs) for i in range(len(names))]
+            L.append("| %s | %d | %s |" % (w, t, " | ".join(
+                ("%.0f" % v) if v >= 10 else ("%.1f" % v) if v >= 0.1 else ("%.2g" % v if v else "0")
+                for v in med)))
+    L.append("")
     return L
 
 

@@ -54,7 +54,7 @@ import suite  # noqa: E402
 CSV_FIELDS = ["workload", "allocator", "threads", "rep", "order", "status", "exit_code",
               "signal", "seconds", "wall_s", "user_s", "sys_s", "maxrss_kb", "minflt", "majflt",
               "nvcsw", "nivcsw", "ops", "ops_per_sec", "checksum", "checksum_ok", "args",
-              "started", "detail"]
+              "started", "detail"] + ["mm_" + k for k in report.SCALING_COUNTERS]
 
 
 def log(msg):
@@ -471,8 +471,12 @@ def skipped_row(job, alloc, rep, pos, why):
 
 
 def run_one(job, alloc, rep, pos, bindir, base_env, timeout, bwa_inputs, sam_tmp):
-    """One run of job on alloc: its CSV row, whatever happened."""
+    """One run of job on alloc: its CSV row, whatever happened.  On this
+    tree's mmalloc, also its scaling counters (MMALLOC_STATS=2: the
+    statistics as a JSON line on stderr at exit)."""
     env = alloc.env(base_env)
+    if alloc.origin == "mmalloc":
+        env["MMALLOC_STATS"] = "2"
     started = datetime.datetime.now().isoformat(timespec="seconds")
     row = {"workload": job.workload, "allocator": alloc.name, "threads": job.threads,
            "rep": rep + 1, "order": pos + 1, "started": started, "checksum": "",
@@ -482,7 +486,25 @@ def run_one(job, alloc, rep, pos, bindir, base_env, timeout, bwa_inputs, sam_tmp
     else:
         r = run_workload(job, env, timeout, row, bindir)
     copy_measurements(row, r)
+    if alloc.origin == "mmalloc":
+        copy_counters(row, r.get("stderr", ""))
     return row
+
+
+def copy_counters(row, stderr):
+    """mmalloc's scaling counters (the "total" object of its exit-time JSON
+    line) into row's mm_ columns.  The first such line is the workload's:
+    GNU time, which measures it, runs on the preloaded mmalloc too and
+    prints its own line after the workload has exited."""
+    for line in stderr.splitlines():
+        if line.startswith('{"version"'):
+            try:
+                total = json.loads(line)["total"]
+            except (ValueError, KeyError):
+                return
+            for k in report.SCALING_COUNTERS:
+                row["mm_" + k] = total.get(k, "")
+            return
 
 
 def run_workload(job, env, timeout, row, bindir):

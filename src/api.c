@@ -214,9 +214,20 @@ __attribute__((constructor)) static void api_constructor(void) {
 }
 
 /* Exit: secure mode's check of the pools' released memory, and with
- * MMALLOC_STATS=1 the statistics (a destructor, not atexit, which may
- * allocate). */
+ * MMALLOC_STATS=1 the statistics as a table, with 2 as one line of JSON
+ * (a destructor, not atexit, which may allocate; the JSON is formatted
+ * into static memory). */
 __attribute__((destructor)) static void api_destructor(void) {
   pool_quarantine_exit();
-  if (options.stats) stats_print(2);
+  if (options.stats == 1) stats_print(2);
+  if (options.stats == 2) {
+    static char json[1 << 17];
+    size_t n = stats_json(json, sizeof(json) - 1);
+    if (n < sizeof(json) - 1) {
+      json[n++] = '\n';
+      os_write_all(2, json, n);
+    } else {
+      os_message("mmalloc: MMALLOC_STATS=2: the statistics need %zu bytes; not printed\n", n);
+    }
+  }
 }

@@ -97,6 +97,15 @@ typedef struct local_heap_s {
   uint64_t pages_out, pages_back;
   uint64_t lent_blocks, lent_bytes; /* page blocks out as POOL extents (pool.h) */
   uint64_t huge_allocs, huge_live_bytes;
+  /* what decides scaling (statistics; docs/statistics.md): the lock taken,
+   * and how often it was held by another thread (under lock); failed
+   * try-locks; remote batches this heap's threads handed over and the CAS
+   * retries that took (relaxed: the senders on this heap's CPU); pages
+   * abandoned here and adopted from here (under lock) */
+  uint64_t lock_acquisitions, lock_waits;
+  _Atomic(uint64_t) xlock_try_failures;
+  _Atomic(uint64_t) xremote_batches, xremote_retries;
+  uint64_t pages_abandoned, pages_adopted;
 } __attribute__((aligned(MM_CACHE_LINE))) local_heap_t;
 
 extern local_heap_t mm_heaps[MM_MAX_HEAPS];
@@ -108,8 +117,21 @@ void local_heap_init_all(uint32_t n);
 MM_INLINE local_heap_t *local_heap_of_extent(const extent_t *e) {
   return &mm_heaps[slot_of_extent(e)->heap];
 }
-MM_INLINE void local_heap_lock(local_heap_t *h) { mutex_lock(&h->lock); }
-MM_INLINE bool local_heap_trylock(local_heap_t *h) { return mutex_trylock(&h->lock); }
+MM_INLINE void local_heap_lock(local_heap_t *h) {
+  if (unlikely(mutex_lock_waited(&h->lock))) h->lock_waits++;
+  h->lock_acquisitions++;
+}
+/* The lock for an observer (statistics, the census): not counted, so that
+ * reading the statistics does not change them. */
+MM_INLINE void local_heap_lock_uncounted(local_heap_t *h) { mutex_lock(&h->lock); }
+MM_INLINE bool local_heap_trylock(local_heap_t *h) {
+  if (!mutex_trylock(&h->lock)) {
+    atomic_fetch_add_relaxed(&h->xlock_try_failures, 1);
+    return false;
+  }
+  h->lock_acquisitions++;
+  return true;
+}
 MM_INLINE void local_heap_unlock(local_heap_t *h) { mutex_unlock(&h->lock); }
 /* For assertions (true when the lock witness is off). */
 MM_INLINE bool local_heap_locked(const local_heap_t *h) { return mutex_held(&h->lock); }

@@ -93,6 +93,19 @@ MM_INLINE void mutex_lock(mm_mutex_t *l) {
   pthread_mutex_lock(&l->m);
   if (MM_WITNESS) witness_after(&l->w);
 }
+/* mutex_lock that says whether it had to wait (the lock was held): for the
+ * statistics of contention (it tries first; the witness checks it as a
+ * wait, which is what it may be). */
+MM_INLINE bool mutex_lock_waited(mm_mutex_t *l) {
+  if (MM_WITNESS) witness_before(&l->w, WITNESS_WAIT);
+  bool waited = false;
+  if (pthread_mutex_trylock(&l->m) != 0) {
+    pthread_mutex_lock(&l->m);
+    waited = true;
+  }
+  if (MM_WITNESS) witness_after(&l->w);
+  return waited;
+}
 /* fork only: every lock of a rank, in index order */
 MM_INLINE void mutex_lock_ordered(mm_mutex_t *l) {
   if (MM_WITNESS) witness_before(&l->w, WITNESS_ORDERED);

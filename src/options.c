@@ -6,7 +6,7 @@
  * later through mm_option_set (see options.h for who reads them how).
  *
  *   MMALLOC_VERBOSE=1         print the options in force at start-up
- *   MMALLOC_STATS=1           print statistics at exit
+ *   MMALLOC_STATS=1|2         print statistics at exit: a table (1), one JSON line (2)
  *   MMALLOC_HEAPS=N           local heaps (default: the CPUs we may run on)
  *   MMALLOC_HUGEPAGES=0|1|2   transparent huge pages: 0 never, 1 all heap
  *                             memory, 2 (default) large and huge blocks >= 8 MiB
@@ -50,7 +50,7 @@ typedef struct option_desc_s {
 
 static const option_desc_t option_table[] = {
     {"verbose", &options.verbose, 0, 1, false},
-    {"stats", &options.stats, 0, 1, false},
+    {"stats", &options.stats, 0, 2, false},
     {"heaps", &options.heaps, 1, MM_MAX_HEAPS, true},
     {"hugepages", &options.hugepages, 0, 2, false},
     {"purge_delay_ms", &options.purge_delay_ms, 0, 1L << 30, false},

@@ -166,6 +166,7 @@ void local_heap_abandoned_push_locked(local_heap_t *h, extent_t *page) {
   mm_assert_internal(page->kind == MM_EXTENT_PAGE && atomic_load_relaxed(&page->xowner) == NULL);
   mm_assert_internal(!page->next && !page->prev);
   unsigned cls = page->size_class;
+  h->pages_abandoned++;
   extent_list_push_front(&h->abandoned[cls], page);
   atomic_store_relaxed(&h->xabandoned_classes,
                        atomic_load_relaxed(&h->xabandoned_classes) | ((uint64_t)1 << cls));

@@ -84,12 +84,17 @@ MM_INLINE void chain_push(chain_t *c, block_t *b) {
 
 /* ---- batches and inboxes --------------------------------------------------------------- */
 
-static void push_chain(thread_heap_t *dest, unsigned lane, block_t *first, block_t *last) {
+/* Pushes the chain; the CAS retries it took (another sender, or the owner
+ * taking its inbox, came between). */
+static unsigned push_chain(thread_heap_t *dest, unsigned lane, block_t *first, block_t *last) {
   _Atomic(block_t *) *inbox = &dest->xinbox[lane];
   block_t *head = atomic_load_relaxed(inbox);
-  do {
+  unsigned retries = 0;
+  for (;;) {
     block_set_next(last, head);
-  } while (!atomic_cas_weak_release(inbox, &head, first));
+    if (atomic_cas_weak_release(inbox, &head, first)) return retries;
+    retries++;
+  }
 }
 
 static void take_over_full_pages(thread_heap_t *x);
@@ -109,8 +114,14 @@ static MM_NOINLINE void remote_flush(remote_batch_t *rb) {
   }
   rb->count = 0;
   atomic_order_stores();
+  unsigned retries = 0;
   for (unsigned lane = MM_LANES; lane-- > 0;) /* lane 0 last: remote_inbox_waiting */
-    if (head[lane]) push_chain(dest, lane, head[lane], tail[lane]);
+    if (head[lane]) retries += push_chain(dest, lane, head[lane], tail[lane]);
+  local_heap_t *home = mm_thread_heap->local; /* the sender's (statistics) */
+  if (home) {
+    atomic_fetch_add_relaxed(&home->xremote_batches, 1);
+    if (retries) atomic_fetch_add_relaxed(&home->xremote_retries, retries);
+  }
   uint32_t now = os_now_ms();
   if (unlikely(time_reached(now, atomic_load_relaxed(&dest->xactive_ms) + MM_IDLE_MS)) &&
       thread_heap_trylock(dest)) {

@@ -25,6 +25,9 @@ typedef struct heap_stats_s {
   uint64_t live, small_live, resident, free_resident, page_slack, metadata, returned;
   uint64_t huge_cached, huge_room;
   uint64_t lent; /* page blocks lent out whole: pools and raw page blocks */
+  /* what decides scaling */
+  uint64_t lock_acquisitions, lock_waits, lock_try_failures, remote_batches, remote_retries;
+  uint64_t pages_abandoned, pages_adopted;
 } heap_stats_t;
 
 typedef struct page_walk_s {
@@ -56,7 +59,7 @@ static uint64_t slot_metadata(const slot_t *slot) {
 
 static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   memset(s, 0, sizeof(*s));
-  local_heap_lock(h);
+  local_heap_lock_uncounted(h);
   for (slot_t *slot = h->slots; slot; slot = slot->next) {
     s->slots++;
     s->reserved += slot->size;
@@ -97,6 +100,13 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->pages_back = h->pages_back;
   s->lent = h->lent_bytes;
   s->pages_taken_over = atomic_load_relaxed(&h->xpages_taken_over);
+  s->lock_acquisitions = h->lock_acquisitions;
+  s->lock_waits = h->lock_waits;
+  s->lock_try_failures = atomic_load_relaxed(&h->xlock_try_failures);
+  s->remote_batches = atomic_load_relaxed(&h->xremote_batches);
+  s->remote_retries = atomic_load_relaxed(&h->xremote_retries);
+  s->pages_abandoned = h->pages_abandoned;
+  s->pages_adopted = h->pages_adopted;
   local_heap_unlock(h);
   thread_heap_counts(h->index, &s->threads_live, &s->threads_dead);
   thread_heap_census_t c;
@@ -145,14 +155,17 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       "\"live_bytes\":%lu,\"small_live_bytes\":%lu,\"resident_bytes\":%lu,"
       "\"overhead_bytes\":%lu,\"free_resident_bytes\":%lu,\"page_slack_bytes\":%lu,"
       "\"metadata_bytes\":%lu,\"huge_cached_bytes\":%lu,\"huge_room_bytes\":%lu,"
-      "\"returned_bytes\":%lu,\"lent_bytes\":%lu}",
+      "\"returned_bytes\":%lu,\"lent_bytes\":%lu,\"lock_acquisitions\":%lu,\"lock_waits\":%lu,"
+      "\"lock_try_failures\":%lu,\"remote_batches\":%lu,\"remote_cas_retries\":%lu,"
+      "\"pages_abandoned\":%lu,\"pages_adopted\":%lu}",
       s->slots, s->reserved, s->committed, s->free_bytes, s->free_extents, s->dirty_bytes,
       s->cached_bytes, s->abandoned_pages, s->large_allocs, s->large_frees, s->large_live,
       s->huge_allocs, s->huge_live, s->realloc_in_place, s->realloc_remapped, s->purged, s->purges, s->pages_out,
       s->pages_back, s->threads_live, s->threads_dead, s->pages_taken_over, s->pages,
       s->pages_lost, s->pressure_purges, s->live, s->small_live, s->resident,
       s->resident - s->live, s->free_resident, s->page_slack, s->metadata, s->huge_cached,
-      s->huge_room, s->returned, s->lent);
+      s->huge_room, s->returned, s->lent, s->lock_acquisitions, s->lock_waits, s->lock_try_failures,
+      s->remote_batches, s->remote_retries, s->pages_abandoned, s->pages_adopted);
 }
 
 /* A string for JSON: what JSON must escape escaped, control bytes as '?'. */

@@ -180,7 +180,10 @@ static extent_t *adopt_from(local_heap_t *h, unsigned cls, thread_heap_t *th) {
   if (!local_heap_has_abandoned(h, cls)) return NULL; /* rechecked under the lock */
   local_heap_lock(h);
   extent_t *page = local_heap_abandoned_pop_locked(h, cls);
-  if (page) page_set_owner(page, th, th->tid);
+  if (page) {
+    page_set_owner(page, th, th->tid);
+    h->pages_adopted++;
+  }
   local_heap_unlock(h);
   return page;
 }
@@ -254,6 +257,7 @@ int thread_heap_adopt_page(thread_heap_t *th, extent_t *page) {
   } else if (page_owner(page) == NULL) {
     local_heap_abandoned_remove_locked(h, page);
     page_set_owner(page, th, th->tid);
+    h->pages_adopted++;
     got = 1;
   }
   local_heap_unlock(h);
@@ -307,7 +311,7 @@ void thread_heap_census(uint32_t heap, thread_heap_census_t *c) {
   local_heap_t *h = &mm_heaps[heap];
   *c = (thread_heap_census_t){0};
   thread_heap_registry_lock_all();
-  local_heap_lock(h);
+  local_heap_lock_uncounted(h);
   local_heap_foreach_page_locked(h, census_visit, c);
   c->pages_out = h->pages_out;
   c->pages_back = h->pages_back;

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "api/harness.h"
@@ -343,6 +344,83 @@ static void test_collect(void) {
   mm_free(p);
 }
 
+/* ---- the scaling counters ---------------------------------------------------------- */
+
+static const char *const scaling[] = {"lock_acquisitions", "lock_waits", "lock_try_failures",
+                                      "remote_batches", "remote_cas_retries", "pages_abandoned",
+                                      "pages_adopted", "pages_taken_over"};
+#define NSCALING (sizeof(scaling) / sizeof(scaling[0]))
+
+static void read_scaling(double *v) {
+  char *j = stats_json();
+  for (size_t i = 0; i < NSCALING; i++) {
+    char path[64];
+    snprintf(path, sizeof(path), "total.%s", scaling[i]);
+    v[i] = json_num_or(j, path, -1);
+  }
+  mm_free(j);
+}
+
+#define EXITING_BLOCKS 20000
+static void *blocks[EXITING_BLOCKS];
+
+/* A thread that allocates and exits with every block still live: its
+ * pages are left without owner. */
+static void *allocate_and_exit(void *arg) {
+  (void)arg;
+  for (int i = 0; i < EXITING_BLOCKS; i++) blocks[i] = mm_malloc(48);
+  return NULL;
+}
+
+/* A thread that frees blocks another thread allocated: remote batches. */
+static void *free_them(void *arg) {
+  (void)arg;
+  for (int i = 0; i < EXITING_BLOCKS; i++) mm_free(blocks[i]);
+  return NULL;
+}
+
+/* The counters of the slow-path events that decide scaling count what
+ * they say: pages a thread leaves behind at exit are abandoned, and
+ * adopted by the thread that frees into them or allocates from them;
+ * blocks freed by another thread travel in batches (at least one per
+ * MM_REMOTE_BATCH = 32 blocks); every one of these takes a local heap's
+ * lock.  Waits, failed try-locks and CAS retries depend on timing: they
+ * are only checked to be counts (never more than the events they qualify). */
+static void test_scaling_counters(void) {
+  double a[NSCALING], b[NSCALING], c[NSCALING];
+  read_scaling(a);
+  for (size_t i = 0; i < NSCALING; i++) {
+    char what[96];
+    snprintf(what, sizeof(what), "total.%s is in the statistics", scaling[i]);
+    CHECK(what, a[i] >= 0);
+  }
+  pthread_t t;
+  REQUIRE("a thread", pthread_create(&t, NULL, allocate_and_exit, NULL) == 0);
+  pthread_join(t, NULL);
+  for (int i = 0; i < EXITING_BLOCKS; i++) REQUIRE("its blocks", blocks[i] != NULL);
+  read_scaling(b);
+  CHECK("a thread that exits with live blocks abandons its pages", b[5] > a[5]);
+  CHECK("abandoning takes the local heap's lock", b[0] > a[0]);
+  /* this thread frees half of them into the pages without owner (it adopts
+   * them), then a second thread frees the rest (remote frees to this one) */
+  for (int i = 0; i < EXITING_BLOCKS / 2; i++) {
+    mm_free(blocks[i]);
+    blocks[i] = mm_malloc(48); /* now this thread's own blocks */
+  }
+  REQUIRE("a second thread", pthread_create(&t, NULL, free_them, NULL) == 0);
+  pthread_join(t, NULL);
+  read_scaling(c);
+  CHECK("a free into a page without owner adopts it", c[6] > b[6]);
+  CHECK("frees by another thread travel in batches, one per 32 blocks or fewer",
+        c[3] - b[3] >= (double)(EXITING_BLOCKS / 2) / 32);
+  CHECK("lock waits never exceed lock acquisitions", c[1] <= c[0]);
+  CHECK("every counter only grows", ({
+          bool up = true;
+          for (size_t i = 0; i < NSCALING; i++) up = up && c[i] >= b[i] && b[i] >= a[i];
+          up;
+        }));
+}
+
 int main(void) {
   test_json_checker();
   test_json();
@@ -351,5 +429,6 @@ int main(void) {
   test_options();
   test_collect();
   test_stats_consistent();
+  test_scaling_counters();
   return check_summary("api_stats");
 }
