@@ -474,8 +474,7 @@ def per_workload_section(m, rows):
     """Each workload's description, arguments, and its time, peak-RSS and page-fault tables."""
     L = ["## Per workload", ""]
     for w in m.workloads:
-        summary_line = suite.BWA["summary"] if w == "bwa" else suite.WORKLOADS.get(
-            w, ("",))[0]
+        summary_line = suite.summary(w) or "?"
         args = next((r["args"] for r in rows if r["workload"] == w), "")
         L += ["### %s" % w, "",
               "%s. Arguments: `%s`. Described in [bench/README.md](../../README.md#%s)."

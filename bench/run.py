@@ -225,7 +225,7 @@ def plan(args):
     threads = args.threads or (suite.THREADS_FULL if mode == "full" else suite.THREADS_QUICK)
     if mode == "tiny" and not args.threads:
         threads = [1, 2]
-    names = args.workloads or suite.all_names()
+    names = args.workloads or suite.default_names(mode)
     unknown = [n for n in names if n not in suite.all_names()]
     if unknown:
         raise SystemExit("unknown workload(s): %s (known: %s)"
@@ -236,6 +236,12 @@ def plan(args):
             bt = [t for t in suite.BWA_THREADS if not args.threads or t in args.threads]
             for t in bt or suite.BWA_THREADS[:1]:
                 jobs.append(Job("bwa", t, [], kind="bwa"))
+            continue
+        if name in suite.REAL:
+            real = suite.REAL[name]
+            rt = [t for t in real["threads"] if not args.threads or t in args.threads]
+            for t in rt or real["threads"][:1]:
+                jobs.append(Job(name, t, real["args"][mode].split(), kind="real"))
             continue
         for t in threads:
             jobs.append(Job(name, t, suite.args_for(name, mode)))
@@ -258,6 +264,23 @@ def output_dir(args):
         datetime.datetime.now().strftime("%Y-%m-%d-%H%M"), host))
     os.makedirs(out, exist_ok=True)
     return out
+
+
+def drop_missing_real(jobs, notes):
+    """The real programs' jobs, without those whose tools this machine lacks (with a note)."""
+    keep = []
+    for j in jobs:
+        if j.kind == "real":
+            lacking = [t for t in suite.REAL[j.workload]["tools"] if not shutil.which(t)]
+            if lacking:
+                msg = "%s skipped: %s not installed (apt-get install %s)" % (
+                    j.workload, " ".join(lacking), suite.REAL[j.workload]["packages"])
+                if msg not in notes:
+                    notes.append(msg)
+                    log(msg)
+                continue
+        keep.append(j)
+    return keep
 
 
 def prepare_bwa(jobs, mode, notes):
@@ -483,6 +506,10 @@ def run_one(job, alloc, rep, pos, bindir, base_env, timeout, bwa_inputs, sam_tmp
            "checksum_ok": "", "seconds": "", "ops": "", "ops_per_sec": "", "detail": ""}
     if job.kind == "bwa":
         r = run_bwa(job, env, timeout, row, bwa_inputs, sam_tmp)
+    elif job.kind == "real":
+        r = run_workload(job, env, timeout, row, bindir,
+                         [os.path.join(HERE, a) if a.startswith("real/") else a
+                          for a in suite.REAL[job.workload]["command"]])
     else:
         r = run_workload(job, env, timeout, row, bindir)
     copy_measurements(row, r)
@@ -507,10 +534,11 @@ def copy_counters(row, stderr):
             return
 
 
-def run_workload(job, env, timeout, row, bindir):
-    """A suite workload, its JSON line's time, ops and checksum put in row; run_child's dict."""
-    cmd = [os.path.join(bindir, job.workload), "threads=%d" % job.threads] + job.args
-    row["args"] = " ".join(cmd[1:])
+def run_workload(job, env, timeout, row, bindir, command=None):
+    """A suite workload (or a real program's driver, command), its JSON
+    line's time, ops and checksum put in row; run_child's dict."""
+    cmd = (command or [os.path.join(bindir, job.workload)]) + ["threads=%d" % job.threads] + job.args
+    row["args"] = " ".join(cmd[len(command or [0]):])
     r = run_child(cmd, env, timeout)
     if r["status"] == "ok":
         j = parse_json_line(r["stdout"])
@@ -662,8 +690,7 @@ def parse_args(argv):
 def print_list(allocs, missing):
     """--list: the workloads with their summaries, then the allocators found and missing."""
     for name in suite.all_names():
-        summary = suite.BWA["summary"] if name == "bwa" else suite.WORKLOADS[name][0]
-        print("%-14s %s" % (name, summary))
+        print("%-14s %s" % (name, suite.summary(name)))
     print()
     for a in allocs:
         print("%-10s %s  %s" % (a.name, a.path or "(glibc, no preload)", a.version))
@@ -695,7 +722,7 @@ def main(argv=None):
     build = find_build(args.build_dir, log)
     bindir = os.path.join(build, "bench")
     out = output_dir(args)
-    jobs, bwa_inputs = prepare_bwa(jobs, mode, notes)
+    jobs, bwa_inputs = prepare_bwa(drop_missing_real(jobs, notes), mode, notes)
     env_text = environment(allocs, missing, notes, mode, threads, reps, jobs, build, args)
     write_environment(out, env_text)
 

@@ -108,6 +108,31 @@ BWA = {
     "full": {"genome_bp": 10_000_000, "pairs": 100_000},
 }
 
+# Real programs driven by a script of bench/real/ that prints a workload's
+# JSON line: in `make bench FULL=1` (and whenever named with --workloads),
+# beside bwa; each needs its Debian packages (skipped, with a note, without).
+REAL = {
+    "redis": {
+        "summary": "the real program: Debian's redis-server driven by redis-benchmark with "
+                   "pipelining (strings, counters, lists pushed, popped and ranged, a set, a hash)",
+        "command": ["python3", "real/redis_bench.py"],
+        "tools": ["redis-server", "redis-benchmark", "redis-cli"],
+        "packages": "redis-server redis-tools",
+        "threads": [1],
+        "args": {"tiny": "requests=2000", "quick": "requests=20000", "full": "requests=20000"},
+    },
+    "ruby": {
+        "summary": "the real program: Debian's ruby making short strings under its garbage "
+                   "collector (0-40 B, a 100 KB string every 300, 600k retained)",
+        "command": ["ruby", "real/strings.rb"],
+        "tools": ["ruby"],
+        "packages": "ruby",
+        "threads": [1, 2],
+        "args": {"tiny": "iterations=64000 retained=64000", "quick": "iterations=1000000",
+                 "full": "iterations=1000000"},
+    },
+}
+
 # Sizes of the callgrind fast-path micro-benchmark, and batches counted.
 FASTPATH_SIZES = [16, 64, 256, 4096]
 FASTPATH_BATCHES = {"tiny": 200, "quick": 4000, "full": 20000}
@@ -119,4 +144,19 @@ def args_for(name, mode):
 
 
 def all_names():
-    return list(WORKLOADS) + ["bwa"]
+    return list(WORKLOADS) + ["bwa"] + list(REAL)
+
+
+def default_names(mode):
+    """What runs when --workloads is not given: the real programs of REAL
+    only in the full mode."""
+    return list(WORKLOADS) + ["bwa"] + (list(REAL) if mode == "full" else [])
+
+
+def summary(name):
+    """The one-line description of a workload, bwa or a real program."""
+    if name == "bwa":
+        return BWA["summary"]
+    if name in REAL:
+        return REAL[name]["summary"]
+    return WORKLOADS.get(name, ("",))[0]

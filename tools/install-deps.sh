@@ -12,6 +12,10 @@ pkgs=(build-essential cmake clang libclang-rt-14-dev llvm valgrind gdb git pytho
       zlib1g-dev libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2
       hyperfine bwa dwgsim samtools parasail libparasail-dev time procps pkg-config
       dpkg-dev debhelper lintian man-db)
+# The real programs of `make bench FULL=1` (redis, ruby): installed by a call
+# of their own, so that a failure there (a service that will not start in a
+# container) never keeps the packages the tests need from being installed.
+bench_pkgs=(redis-server redis-tools ruby)
 # Rust: any cargo will do (rustup's or Debian's); Debian's when there is none.
 command -v cargo >/dev/null 2>&1 || pkgs+=(cargo)
 missing=()
@@ -33,6 +37,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null ||
       { echo "install-deps: apt-get install failed"; [ $strict -eq 1 ] && exit 1; }
   fi
+fi
+bench_missing=()
+for p in "${bench_pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || bench_missing+=("$p")
+done
+if [ ${#bench_missing[@]} -gt 0 ] && [ "$SUDO" != "none" ]; then
+  echo "install-deps: installing ${bench_missing[*]} (real programs of make bench FULL=1)"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${bench_missing[@]}" >/dev/null ||
+    echo "install-deps: apt-get install ${bench_missing[*]} failed (make bench FULL=1 skips them)"
 fi
 if ! python3 -c 'import matplotlib' 2>/dev/null; then
   echo "install-deps: installing matplotlib from PyPI"
