@@ -11,7 +11,9 @@ when matplotlib is installed) exist and agree with each other:
   - the real allocators' runs ok, with one checksum per (workload, threads);
   - the allocators alternate: each repetition starts with another one;
   - the report's median for each cell is the median of the CSV's times;
-  - the per-run timeout kills a child and says so.
+  - the per-run timeout kills a child and says so;
+  - on this tree's mmalloc, the scaling counters are recorded and tabled,
+    and the real program ruby runs (or is skipped with a note without it).
 Prints a 'N passed, N failed' line; exit status 0 when all pass.
 """
 
@@ -118,6 +120,7 @@ def main():
         if shutil.which("valgrind"):
             c.check("fast-path table measured", os.path.exists(os.path.join(out, "fastpath.csv"))
                     and "| glibc | " in md.split("## Fast path")[1].split("##")[0])
+        scaling_and_real(c, a.build_dir)
         t = harness.run_child(["sleep", "5"], dict(os.environ), 0.5)
         c.check("a run over its timeout is killed and recorded as timeout",
                 t["status"] == "timeout" and t["wall_s"] < 4, str(t.get("status")))
@@ -131,6 +134,43 @@ def main():
             shutil.rmtree(out, ignore_errors=True)
     print("%d passed, %d failed" % (c.passed, c.failed))
     return 1 if c.failed else 0
+
+
+def scaling_and_real(c, build_dir):
+    """This tree's mmalloc on xfree and on the real program ruby (tiny): its
+    scaling counters recorded in the CSV and tabled in the report; ruby's
+    runs ok with one checksum, or skipped with a note where ruby is not
+    installed."""
+    out = tempfile.mkdtemp(prefix="mm-bench-harness-mm-")
+    try:
+        cmd = [sys.executable, os.path.join(BENCH, "run.py"), "--tiny", "--build-dir", build_dir,
+               "--out", out, "--workloads", "xfree,ruby", "--allocs", "mmalloc,glibc",
+               "--threads", "2", "--reps", "1", "--no-install", "--no-callgrind", "--no-plots"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        c.check("run.py with mmalloc and ruby exits 0", r.returncode == 0, r.stderr[-500:])
+        with open(os.path.join(out, "results.csv")) as f:
+            rows = list(csv.DictReader(f))
+        with open(os.path.join(out, "report.md")) as f:
+            md = f.read()
+        mm = [x for x in rows if x["allocator"] == "mmalloc" and x["workload"] == "xfree"]
+        c.check("mmalloc's scaling counters recorded for its runs",
+                mm and all(x["mm_lock_acquisitions"] and int(x["mm_remote_batches"]) > 0
+                           for x in mm), str([x.get("mm_remote_batches") for x in mm]))
+        glibc = [x for x in rows if x["allocator"] == "glibc"]
+        c.check("no scaling counters for other allocators",
+                all(not x["mm_lock_acquisitions"] for x in glibc))
+        c.check("report has mmalloc's scaling counters",
+                "## mmalloc's scaling counters" in md and "| xfree | 2 |" in md)
+        rb = [x for x in rows if x["workload"] == "ruby"]
+        if shutil.which("ruby"):
+            c.check("ruby runs ok on both allocators, one checksum",
+                    len(rb) == 2 and all(x["status"] == "ok" for x in rb) and
+                    len({x["checksum"] for x in rb}) == 1, str([(x["status"], x["detail"]) for x in rb]))
+        else:
+            c.check("without ruby its runs are skipped with a note",
+                    not rb and "ruby skipped" in md + r.stderr)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 if __name__ == "__main__":
