@@ -12,6 +12,12 @@
  * even if the threads that freed it went idle; once a process has taken
  * (or held free) purge_thread_mib, the purge thread (purger.c) also purges
  * every heap when it is due, calls or none; mm_collect purges all now.
+ * A free extent that a newly freed neighbour joins takes the newest part's
+ * time (no part is purged before its delay); a neighbour that has been idle
+ * for the whole delay by then is purged first, at the merge, instead of
+ * being made young again (extent_insert_free): a region that keeps
+ * receiving frees (a garbage collector sweeping next to it) would
+ * otherwise keep its old free memory resident for ever.
  * Cached page blocks and cached huge mappings follow the same delay.  The
  * dirty counts are upper bounds; what of that memory is resident now the
  * statistics ask the kernel (local_heap_free_resident_locked).
@@ -101,6 +107,25 @@ typedef struct purge_walk_s {
   bool dirty_left; /* some dirty memory is not yet idle long enough */
 } purge_walk_t;
 
+bool decay_purge_extent(local_heap_t *h, extent_t *e) {
+  mm_assert_internal(local_heap_locked(h) && e->kind == MM_EXTENT_FREE);
+  slot_t *slot = slot_of_extent(e);
+  uintptr_t end = extent_end(e);
+  uintptr_t committed = (uintptr_t)slot + slot->committed;
+  if (end > committed && !slot->holes) end = committed;
+  if (end > e->node.start && !os_purge((void *)e->node.start, end - e->node.start))
+    return false;
+  h->purged_bytes += end > e->node.start ? end - e->node.start : 0;
+  decay_gave_back(h, e);
+  e->flags = MM_EXTENT_ZERO;
+  return true;
+}
+
+bool decay_due(const extent_t *e, uint32_t now) {
+  return e->dirty && !(e->flags & MM_EXTENT_UNMAPPED) &&
+         time_reached(now, e->freed_at + (uint32_t)option_live(&options.purge_delay_ms));
+}
+
 static bool purge_visit(itree_node_t *node, void *arg) {
   purge_walk_t *w = arg;
   extent_t *e = extent_of_node(node);
@@ -109,17 +134,7 @@ static bool purge_visit(itree_node_t *node, void *arg) {
     w->dirty_left = true;
     return true;
   }
-  slot_t *slot = slot_of_extent(e);
-  uintptr_t end = extent_end(e);
-  uintptr_t committed = (uintptr_t)slot + slot->committed;
-  if (end > committed && !slot->holes) end = committed;
-  if (end > e->node.start && !os_purge((void *)e->node.start, end - e->node.start)) {
-    w->dirty_left = true; /* the OS refused: try again next time */
-    return true;
-  }
-  w->h->purged_bytes += end > e->node.start ? end - e->node.start : 0;
-  decay_gave_back(w->h, e);
-  e->flags = MM_EXTENT_ZERO;
+  if (!decay_purge_extent(w->h, e)) w->dirty_left = true; /* the OS refused: try again next time */
   return true;
 }
 

@@ -56,6 +56,11 @@ void decay_set_dirty(local_heap_t *h, extent_t *e, size_t dirty);
 /* e's datablocks went back to the OS (purged or unmapped): its dirty count
  * is added to returned_bytes, and is zero from now. */
 void decay_gave_back(local_heap_t *h, extent_t *e);
+/* FREE extent e's memory back to the OS now (MADV_DONTNEED up to its slot's
+ * committed mark); false if the OS refused. */
+bool decay_purge_extent(local_heap_t *h, extent_t *e);
+/* e (FREE) holds dirty memory idle for the whole purge delay at now. */
+bool decay_due(const extent_t *e, uint32_t now);
 /* Something was freed at freed_at: make sure a purge is scheduled. */
 void decay_schedule(local_heap_t *h, uint32_t freed_at);
 

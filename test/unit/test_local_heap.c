@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "unit.h"
@@ -194,6 +195,59 @@ static void test_medium_apart(local_heap_t *h) {
   CHECK("heap valid after the medium test", heap_ok(h, "medium blocks freed"));
 }
 
+/* A free extent idle for the whole purge delay that a newly freed
+ * neighbour joins is purged at the merge (decay.c): merged as it was, it
+ * would take the neighbour's time and wait a whole delay again, and a
+ * region that keeps receiving frees would keep its old free memory
+ * resident for ever.  A neighbour freed within the delay stays dirty. */
+static void test_idle_neighbour(local_heap_t *h) {
+  long delay = options.purge_delay_ms;
+  options.purge_delay_ms = 30;
+  enum { N = 4, SIZE = 256 << 10 };
+  void *b[N];
+  for (int i = 0; i < N; i++) {
+    b[i] = local_heap_alloc_large(h, SIZE, 0, false, false);
+    REQUIRE("a block", b[i] != NULL);
+    memset(b[i], 0x33, SIZE);
+  }
+  int ordered = 1; /* carved one after another: each right after the previous */
+  for (int i = 1; i < N; i++) ordered &= (uintptr_t)b[i] == (uintptr_t)b[i - 1] + SIZE;
+  REQUIRE("the blocks lie side by side", ordered);
+#define FREE_BLOCK(p) local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)(p)), (uintptr_t)(p)), false)
+  FREE_BLOCK(b[0]);
+  /* no scheduled purge (a heartbeat, the purge thread) may take b[0] in
+   * the meantime: the heap's next purge is put off for a long while */
+  local_heap_lock(h);
+  atomic_store_relaxed(&h->xpurge_at, ((uint64_t)1 << 32) | (os_now_ms() + 3600 * 1000u));
+  local_heap_unlock(h);
+  struct timespec ts = {0, 60 * 1000000L};
+  nanosleep(&ts, NULL); /* b[0] idle for twice the delay */
+  local_heap_lock(h);
+  uint64_t purged0 = h->purged_bytes;
+  local_heap_unlock(h);
+  FREE_BLOCK(b[1]); /* joins b[0]: b[0] is due, purged now */
+  local_heap_lock(h);
+  extent_t *e = region_extent_at(slot_of_address((uintptr_t)b[0]), (uintptr_t)b[0]);
+  uint64_t purged1 = h->purged_bytes;
+  size_t dirty1 = e->dirty;
+  local_heap_unlock(h);
+  CHECK("a neighbour idle for the delay is purged when a free joins it",
+        purged1 - purged0 >= SIZE && dirty1 <= (size_t)SIZE >> MM_DATABLOCK_SHIFT);
+  FREE_BLOCK(b[2]); /* joins at once: b[1] is not due, nothing purged */
+  local_heap_lock(h);
+  e = region_extent_at(slot_of_address((uintptr_t)b[0]), (uintptr_t)b[0]);
+  CHECK("a neighbour freed within the delay stays dirty",
+        h->purged_bytes == purged1 && e->dirty >= (size_t)(2 * SIZE) >> MM_DATABLOCK_SHIFT);
+  local_heap_unlock(h);
+  FREE_BLOCK(b[3]);
+#undef FREE_BLOCK
+  local_heap_lock(h);
+  local_heap_purge(h, true); /* the schedule back to normal */
+  local_heap_unlock(h);
+  CHECK("heap valid after the idle-neighbour test", heap_ok(h, "idle neighbour"));
+  options.purge_delay_ms = delay;
+}
+
 int main(int argc, char **argv) {
   uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x1234abcdULL;
   long ops = argc > 2 ? atol(argv[2]) : (MM_DEBUG >= 3 ? 3000 : 20000);
@@ -314,5 +368,6 @@ int main(int argc, char **argv) {
   CHECK("page cache drained by the forced purge", h->cache_count == 0);
   test_medium_apart(h);
   test_lost_hole(h);
+  test_idle_neighbour(h);
   return check_summary("unit_local_heap");
 }
