@@ -846,6 +846,17 @@ static int cmp_begin(const void *a, const void *b) {
   return (x->thread > y->thread) - (x->thread < y->thread);
 }
 
+/* The run's line for the measuring parent: its time since t0, the replay
+ * threads, the slots and what differed from the trace. */
+static int run_done(uint64_t t0, uint64_t nthreads, uint64_t nslots) {
+  uint64_t t1 = mono();
+  printf("replay_ns %" PRIu64 " threads %" PRIu64 " slots %" PRIu64 " differ %" PRIuFAST64 " nulls %" PRIuFAST64
+         " waits %" PRIuFAST64 "\n", t1 - t0, nthreads, nslots, atomic_load(&differ), atomic_load(&null_releases),
+         atomic_load(&waits));
+  fflush(stdout);
+  return 0;
+}
+
 int mmt_cmd_replay_run(int argc, char **argv) {
   if (argc < 2) { fprintf(stderr, "usage: mmtrace replay-run DIR [speed] [page|all] [copies] [fold]\n"); return 2; }
   run_dir = argv[1];
@@ -920,12 +931,7 @@ int mmt_cmd_replay_run(int argc, char **argv) {
       }
     }
     for (uint64_t k = 0; k < fold; k++) pthread_join(g[k].handle, NULL);
-    uint64_t t1 = mono();
-    printf("replay_ns %" PRIu64 " threads %" PRIu64 " slots %" PRIu64 " differ %" PRIuFAST64 " nulls %" PRIuFAST64
-           " waits %" PRIuFAST64 "\n", t1 - t0, fold, nslots, atomic_load(&differ), atomic_load(&null_releases),
-           atomic_load(&waits));
-    fflush(stdout);
-    return 0;
+    return run_done(t0, fold, nslots);
   }
   uint64_t t0 = mono();
   for (uint64_t i = 0; i < n; i++) {
@@ -944,12 +950,7 @@ int mmt_cmd_replay_run(int argc, char **argv) {
   }
   for (uint64_t i = 0; i < n; i++)
     if (th[i].started && !th[i].joined) pthread_join(th[i].handle, NULL);
-  uint64_t t1 = mono();
-  printf("replay_ns %" PRIu64 " threads %" PRIu64 " slots %" PRIu64 " differ %" PRIuFAST64 " nulls %" PRIuFAST64
-         " waits %" PRIuFAST64 "\n", t1 - t0, n, nslots, atomic_load(&differ), atomic_load(&null_releases),
-         atomic_load(&waits));
-  fflush(stdout);
-  return 0;
+  return run_done(t0, n, nslots);
 }
 
 /* ---- measure ------------------------------------------------------------- */
