@@ -93,6 +93,11 @@ WORKLOADS = {
         {"tiny": "mb=2",
          "quick": "mb=24",
          "full": "mb=128"}),
+    "gcstrings": (
+        "interpreter string churn under a sweeping collector (the Ruby row's pattern)",
+        {"tiny": "iterations=200000 retained=60000 sweep=8192",
+         "quick": "iterations=2000000",
+         "full": "iterations=8000000"}),
     "realloc-grow": (
         "vectors grown by doubling realloc from 16 B to 64 MiB",
         {"tiny": "vectors=4 max=1048576",

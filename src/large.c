@@ -6,7 +6,7 @@
  * Layer: local heap.
  *
  * A large block is placed by first fit, or with room behind it when it is
- * growing (extent.c); realloc grows it in place into the free extent right
+ * growing and above the medium size (extent.c); realloc grows it in place into the free extent right
  * behind it and shrinks it by giving the tail back.  A freed huge mapping
  * waits in its heap's huge cache for the purge delay, so that a program
  * that frees a 60 MiB buffer and allocates another reuses its resident

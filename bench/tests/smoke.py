@@ -38,7 +38,7 @@ EXPECTED = os.path.join(HERE, "expected.json")
 THREADS = [1, 3]
 # the checksum of these does not depend on the thread count
 THREAD_INDEPENDENT = {"recycle", "consume", "xfree", "threadtest", "knary", "barnes", "align",
-                      "pipeline", "cache-thrash", "handoff"}
+                      "pipeline", "cache-thrash", "handoff", "gcstrings"}
 # knobs of the broken allocator per workload (defaults: after 2000 calls, every 97th)
 BROKEN_ENV = {"realloc-grow": {"BROKEN_AFTER": "0", "BROKEN_EVERY": "2"},
               "barnes": {"BROKEN_AFTER": "200", "BROKEN_EVERY": "31"},

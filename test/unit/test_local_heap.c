@@ -188,6 +188,13 @@ static void test_medium_apart(local_heap_t *h) {
     local_heap_unlock(h);
     CHECK("the checker catches a free extent in the other tree", caught_tree);
   }
+  { /* a growing medium block (room asked) takes the first hole, not the
+       middle of the largest free extent */
+    void *hole = med[NMED / 2];
+    local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)hole), (uintptr_t)hole), false);
+    med[NMED / 2] = local_heap_alloc_large(h, 64 << 10, 0, false, true);
+    CHECK("a growing medium block reuses the first hole", med[NMED / 2] == hole);
+  }
   for (int i = 0; i < NMED; i++)
     local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)med[i]), (uintptr_t)med[i]), false);
   for (int i = 0; i < NBUF; i++)
