@@ -98,6 +98,11 @@ WORKLOADS = {
         {"tiny": "iterations=200000 retained=60000 sweep=8192",
          "quick": "iterations=2000000",
          "full": "iterations=8000000"}),
+    "mixed": (
+        "mixed sizes 8 B-16 KiB, random lifetimes, batches handed across threads (rptest's pattern)",
+        {"tiny": "rounds=6 ops=20000 slots=2048 batch=256",
+         "quick": "rounds=10 ops=20000",
+         "full": "rounds=40 ops=50000"}),
     "realloc-grow": (
         "vectors grown by doubling realloc from 16 B to 64 MiB",
         {"tiny": "vectors=4 max=1048576",
