@@ -61,7 +61,7 @@
  *   local heap   local_heap.h, local_heap_parts.h    local_heap.c extent.c page_market.c
  *                (the second private to the layer)   large.c decay.c purger.c local_heap_check.c
  *   page         size_class.h page.h                 size_class.c page.c
- *   pool         pool.h, pool_parts.h                pool.c heap.c
+ *   pool         pool.h, pool_parts.h                pool.c pool_quarantine.c heap.c
  *                (the second private to the layer)
  *   thread heap  thread_heap.h                       thread_heap.c
  *   remote       remote.h                            remote.c

@@ -22,7 +22,9 @@
  *   MM_RANK_HEAP         a first-class heap: its size-class pools' creation
  *                        and its large blocks
  *   MM_RANK_POOL_LIST    the list of object pools and the threads' pool
- *                        indices (pool.c)
+ *                        indices (pool.c); secure mode's release
+ *                        quarantine (pool_quarantine.c; never held with
+ *                        the list's lock but at fork, in index order)
  *   MM_RANK_POOL         an object pool: its depot, blocks and carving
  *   MM_RANK_LOCAL_HEAP   a local heap; a second one only by try
  *

@@ -28,8 +28,6 @@
 #include <valgrind/memcheck.h>
 #endif
 
-#define FILL_BYTE 0xDF
-
 #if MM_VALGRIND
 void block_vg_open(const block_t *b) { VALGRIND_MAKE_MEM_DEFINED(b, sizeof(block_t)); }
 void block_vg_close(const block_t *b) { VALGRIND_MAKE_MEM_NOACCESS(b, sizeof(block_t)); }
@@ -50,12 +48,10 @@ bool block_is_free(const block_t *b) {
 #endif
 }
 
-static uint8_t fill_byte(void) { return options.zero_on_free ? 0 : FILL_BYTE; }
-
 /* A block the user just freed, in a checked mode: mark it, fill it. */
 void block_on_free(extent_t *page, block_t *b) {
   if (options.secure && page->block_size > sizeof(block_t))
-    memset((char *)b + sizeof(block_t), fill_byte(), page->block_size - sizeof(block_t));
+    memset((char *)b + sizeof(block_t), block_fill_byte(), page->block_size - sizeof(block_t));
   else if (options.zero_on_free)
     memset(b, 0, page->block_size);
   block_vg_open(b);
@@ -86,7 +82,7 @@ void *page_pop_checked(extent_t *page) {
       written_after_free(b, 0);
     /* Word by word (block sizes are multiples of 16); the byte only to
      * name it. */
-    uint64_t f = 0x0101010101010101ull * fill_byte();
+    uint64_t f = block_fill_word();
     const uint64_t *w = (const uint64_t *)((const char *)b + sizeof(block_t));
     const uint64_t *end = (const uint64_t *)((const char *)b + page->block_size);
     for (; w < end; w++) {
@@ -170,7 +166,7 @@ static void page_extend(extent_t *page) {
     for (uint32_t i = 0; i < n; i++) {
       block_t *b = (block_t *)(first + (size_t)order[n - 1 - i] * size);
       if (options.secure && size > sizeof(block_t))
-        memset((char *)b + sizeof(block_t), fill_byte(), size - sizeof(block_t));
+        memset((char *)b + sizeof(block_t), block_fill_byte(), size - sizeof(block_t));
       block_set_next(b, head);
       block_vg_open(b);
       b->canary = block_canary_of(b);

@@ -67,6 +67,11 @@ MM_INLINE void block_set_next(block_t *b, block_t *next) {
 MM_INLINE uintptr_t block_canary_of(const block_t *b) {
   return (uintptr_t)b ^ mm_canary_key;
 }
+/* The pattern secure mode fills freed memory with (zero with
+ * MMALLOC_ZERO_ON_FREE), and checks before the memory is handed out
+ * again: a byte, and a word of it. */
+MM_INLINE uint8_t block_fill_byte(void) { return options.zero_on_free ? 0 : 0xDF; }
+MM_INLINE uint64_t block_fill_word(void) { return 0x0101010101010101ull * block_fill_byte(); }
 /* Is b a free block (does it carry its canary)? */
 bool block_is_free(const block_t *b);
 /* A block the user just freed, in a checked mode: mark it, fill it. */

@@ -1,6 +1,6 @@
 /* pool.c — object pools and raw page blocks: their slow paths, their page
  * blocks, release and destroy, the threads' indices, fork, statistics and
- * the checker.  The fast paths are inline in include/mmalloc.h
+ * the checker (where given-back blocks go: pool_quarantine.c).  The fast paths are inline in include/mmalloc.h
  * (mm_pool_alloc, mm_pool_free); pool.h says how a pool's page block is
  * laid out.
  *
@@ -176,110 +176,6 @@ void page_block_free(void *p) {
   pool_give_back(e, MM_GAVE_PAGE_BLOCK_FREE);
 }
 
-/* ---- the release quarantine (secure mode) ---------------------------------------------
- *
- * Without secure mode a block a pool or heap gives back goes to the page
- * manager at once.  In secure mode it is filled with the pattern and held
- * here, oldest first; once the held bytes pass MM_POOL_QUARANTINE_BYTES
- * the oldest (never the newest) are checked, every usable byte still the
- * pattern, and go back; at exit what is still held is checked.  A byte
- * written after the release aborts the process with one line naming the
- * call that gave the block back and the address written.
- *
- * Invariants (pools_lock): every held block is a POOL extent flagged
- * MM_EXTENT_QUARANTINED and owned by no pool or heap (its owner word the
- * tag alone, xlimit 0, local_free NULL), so that every pool, heap and
- * page-block call refuses a pointer into it; it is on the list once;
- * held_bytes and held_blocks count the list.  A held block still counts as
- * lent (its local heap's lent_bytes): mm_stats_json says how much of that
- * is held ("pool_quarantine"). */
-
-static const char *const gave_back_call[] = {
-    [MM_GAVE_POOL_RELEASE] = "mm_pool_release", [MM_GAVE_POOL_DESTROY] = "mm_pool_destroy",
-    [MM_GAVE_HEAP_DESTROY] = "mm_heap_destroy", [MM_GAVE_HEAP_FREE] = "mm_heap_free",
-    [MM_GAVE_PAGE_BLOCK_FREE] = "mm_page_block_free"};
-_Static_assert(sizeof(gave_back_call) / sizeof(gave_back_call[0]) == MM_GAVE_COUNT, "a name each");
-
-static extent_list_t held;
-static uint64_t held_bytes, held_blocks;
-
-/* The pattern of freed and given-back memory in secure mode (page.c's). */
-static uint8_t fill_byte(void) { return options.zero_on_free ? 0 : 0xDF; }
-static uint64_t fill_word(void) { return 0x0101010101010101ull * fill_byte(); }
-
-/* Every usable byte of e still the pattern, or abort naming the call that
- * gave it back and the first byte written. */
-static void held_check(const extent_t *e) {
-  const uint64_t *w = (const uint64_t *)e->node.start;
-  const uint64_t *end = w + extent_usable(e) / sizeof(*w);
-  uint64_t f = fill_word();
-  for (; w < end; w++) {
-    if (*w == f) continue;
-    const uint8_t *b = (const uint8_t *)w;
-    while (*b == (uint8_t)f) b++;
-    os_fatal("mmalloc: %s(): %p was written after the call gave its memory back (byte %zu of "
-             "block %p; secure mode)\n",
-             gave_back_call[e->size_class], (const void *)b,
-             (size_t)((uintptr_t)b - e->node.start), (const void *)e->node.start);
-  }
-}
-
-void pool_give_back(extent_t *e, unsigned by) {
-  mm_assert_internal(e->kind == MM_EXTENT_POOL && by < MM_GAVE_COUNT);
-  if (e->flags & MM_EXTENT_THP) {
-    /* its next owner, a page of small blocks perhaps, gets ordinary pages
-     * once it is purged (unless every heap page is advised huge) */
-    if (option_live(&options.hugepages) != 1)
-      os_hugepages((void *)e->node.start, MM_POOL_HUGE_BLOCK, false, false);
-    e->flags &= (uint8_t)~MM_EXTENT_THP;
-  }
-  if (!options.secure) {
-    local_heap_unlend(e);
-    return;
-  }
-  atomic_store_relaxed(&e->xowner_tid, MM_OWNER_POOL);
-  atomic_store_relaxed(&e->xlimit, 0);
-  e->local_free = NULL;
-  e->block_size = 0;
-  e->size_class = (uint8_t)by;
-  e->flags |= MM_EXTENT_QUARANTINED;
-  e->next = e->prev = NULL;
-  memset((void *)e->node.start, fill_byte(), extent_usable(e));
-  extent_list_t out = {NULL, NULL};
-  mutex_lock(&pools_lock);
-  extent_list_push_back(&held, e);
-  held_bytes += extent_usable(e);
-  held_blocks++;
-  while (held_bytes > MM_POOL_QUARANTINE_BYTES && held.first != e) {
-    extent_t *x = held.first;
-    extent_list_remove(&held, x);
-    held_bytes -= extent_usable(x);
-    held_blocks--;
-    extent_list_push_back(&out, x);
-  }
-  mutex_unlock(&pools_lock);
-  extent_t *x;
-  while ((x = out.first) != NULL) {
-    extent_list_remove(&out, x);
-    held_check(x);
-    x->flags &= (uint8_t)~MM_EXTENT_QUARANTINED;
-    local_heap_unlend(x);
-  }
-}
-
-void pool_quarantine_exit(void) {
-  if (!options.secure || !mutex_trylock(&pools_lock)) return; /* another thread is in a call */
-  for (const extent_t *e = held.first; e; e = e->next) held_check(e);
-  mutex_unlock(&pools_lock);
-}
-
-void pool_quarantine_stats(uint64_t *blocks, uint64_t *bytes) {
-  mutex_lock(&pools_lock);
-  *blocks = held_blocks;
-  *bytes = held_bytes;
-  mutex_unlock(&pools_lock);
-}
-
 static void fill_free(const pool_t *pl, uintptr_t *o);
 
 /* ---- carving ------------------------------------------------------------------------- */
@@ -338,7 +234,7 @@ static void *carve(pool_t *pl, uint32_t want, uint32_t *got) {
 
 static void fill_free(const pool_t *pl, uintptr_t *o) {
   if (!options.secure) return;
-  uint64_t f = fill_word();
+  uint64_t f = block_fill_word();
   for (size_t w = 2; w < pl->size / 8; w++) o[w] = f;
 }
 
@@ -356,7 +252,7 @@ static void check_unwritten(const pool_t *pl, const uintptr_t *o) {
   if (o[1] != ((uintptr_t)o ^ pl->pub.key))
     os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte 8 "
              "changed)\n", call, pl->heap ? "heap" : "pool", pl->name, (const void *)o);
-  uint64_t f = fill_word();
+  uint64_t f = block_fill_word();
   for (size_t w = 2; w < pl->size / 8; w++)
     if (o[w] != f)
       os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte %zu "
@@ -799,6 +695,7 @@ bool pool_is_valid(struct mm_pool_s *pub, char *why, size_t why_size) {
 
 void pool_fork_prepare(void) {
   mutex_lock_ordered(&pools_lock);
+  pool_quarantine_fork_prepare();
   /* newest first on the list: take them in serial order, oldest first */
   pool_t *last = pools;
   while (last && last->next) last = last->next;
@@ -807,6 +704,7 @@ void pool_fork_prepare(void) {
 
 void pool_fork_parent(void) {
   for (pool_t *pl = pools; pl; pl = pl->next) spin_unlock(&pl->lock);
+  pool_quarantine_fork_parent();
   mutex_unlock(&pools_lock);
 }
 
@@ -814,6 +712,7 @@ void pool_fork_parent(void) {
 void pool_fork_child(void) {
   for (pool_t *pl = pools; pl; pl = pl->next) spin_reset(&pl->lock);
   mutex_reinit(&pools_lock);
+  pool_quarantine_fork_child();
   memset(index_used, 0, sizeof(index_used));
   index_used[0] = 1;
   unsigned i = mm_pool_thread_;

@@ -71,6 +71,11 @@ void pool_free_checked(pool_t *pl, void *p, const char *call);
  * NULL with errno ENOMEM. */
 void *pool_alloc_any(pool_t *pl);
 
+/* pool_quarantine.c's lock at fork, inside the pools' list lock. */
+void pool_quarantine_fork_prepare(void);
+void pool_quarantine_fork_parent(void);
+void pool_quarantine_fork_child(void);
+
 MM_HIDDEN_END
 
 #endif
