@@ -75,9 +75,11 @@ extent_t *extent_insert_free(local_heap_t *h, extent_t *e) {
   }
   /* A neighbour idle for the whole purge delay goes back to the OS now:
    * merged, it would take e's time and wait a whole delay again (decay.c). */
-  uint32_t now = os_now_ms();
-  if (left && decay_due(left, now)) decay_purge_extent(h, left);
-  if (right && decay_due(right, now)) decay_purge_extent(h, right);
+  if ((left && left->dirty) || (right && right->dirty)) {
+    uint32_t now = os_now_ms();
+    if (left && decay_due(left, now)) decay_purge_extent(h, left);
+    if (right && decay_due(right, now)) decay_purge_extent(h, right);
+  }
   /* Merge: the dirty counts add up, zero only if all parts are, freed when
    * the newest dirty part was (so no part is purged before its delay). */
   extent_t *parts[3] = {left, e, right};
