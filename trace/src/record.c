@@ -402,25 +402,29 @@ typedef _Atomic uint64_t shadow_t;
 static _Atomic(shadow_t *) *shadow_top;
 static pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static shadow_t *shadow_slot(const void *p, bool create) {
+/* The leaf of address a's 16 MiB, made on its first block (rare: a lock). */
+static __attribute__((noinline)) shadow_t *shadow_leaf_new(_Atomic(shadow_t *) *top) {
+  pthread_mutex_lock(&shadow_lock);
+  shadow_t *leaf = atomic_load_explicit(top, memory_order_relaxed);
+  if (!leaf) {
+    void *m = mmap(NULL, SH_LEAF_ENTRIES * 8, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m != MAP_FAILED) {
+      leaf = m;
+      atomic_store_explicit(top, leaf, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&shadow_lock);
+  return leaf;
+}
+
+static inline shadow_t *shadow_slot(const void *p, bool create) {
   uintptr_t a = (uintptr_t)p;
   if (UNLIKELY(a >> SH_ADDR_BITS) || UNLIKELY(!shadow_top)) return NULL;
   _Atomic(shadow_t *) *top = &shadow_top[a >> SH_LEAF_SHIFT];
   shadow_t *leaf = atomic_load_explicit(top, memory_order_acquire);
   if (UNLIKELY(!leaf)) {
-    if (!create) return NULL;
-    pthread_mutex_lock(&shadow_lock);
-    leaf = atomic_load_explicit(top, memory_order_relaxed);
-    if (!leaf) {
-      void *m = mmap(NULL, SH_LEAF_ENTRIES * 8, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (m != MAP_FAILED) {
-        leaf = m;
-        atomic_store_explicit(top, leaf, memory_order_release);
-      }
-    }
-    pthread_mutex_unlock(&shadow_lock);
-    if (!leaf) return NULL;
+    if (!create || !(leaf = shadow_leaf_new(top))) return NULL;
   }
   return &leaf[(a >> 3) & (SH_LEAF_ENTRIES - 1)];
 }

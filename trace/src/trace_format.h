@@ -62,6 +62,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define MMT_MAGIC "mmtrace"      /* 8 bytes with its NUL */
 #define MMT_MAGIC_LEN 8
@@ -184,13 +185,17 @@ static inline uint32_t mmt_fnv(const unsigned char *p, size_t n) {
  * damage inside one word changes the sum (each step is a bijection of h),
  * at a tenth of FNV's cost per byte. */
 #define MMT_SUM_SEED 0xcbf29ce484222325ull
+static inline uint64_t mmt_load_le64(const unsigned char *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);                  /* one unaligned load */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  w = __builtin_bswap64(w);
+#endif
+  return w;
+}
 static inline uint64_t mmt_sum_more(uint64_t h, const unsigned char *p, size_t n) {
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w = 0;
-    for (unsigned b = 0; b < 8; b++) w |= (uint64_t)p[i + b] << (8 * b);   /* little-endian load */
-    h = (h ^ w) * 0x100000001b3ull;
-  }
+  for (; i + 8 <= n; i += 8) h = (h ^ mmt_load_le64(p + i)) * 0x100000001b3ull;
   for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
 }
