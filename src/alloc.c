@@ -145,6 +145,13 @@ MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
       return NULL;
     }
   }
+  if (unlikely(mm_slow_only) && size <= MM_SMALL_MAX && !mm_vg_rz) {
+    /* Secure mode and zero-on-free (not valgrind, which must see every
+     * block): the first page of the class, popped without the lock as the
+     * fast path would (the owner alone pops), but checked. */
+    extent_t *page = th->queue[size_class_of(size)].first;
+    if (page && page->free) return page_pop_checked(page);
+  }
   void *p = mm_slow_only ? alloc_checked(th, size, 0, false) : alloc_any(th, size, 0, false);
   local_heap_purger_poke();
   return p;

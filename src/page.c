@@ -157,7 +157,7 @@ static void page_extend(extent_t *page) {
     for (uint32_t i = 0; i < n; i++) order[i] = (uint16_t)i;
     if (options.secure)
       for (uint32_t i = n - 1; i > 0; i--) {
-        uint32_t j = (uint32_t)(shuffle_next(&s) % (i + 1));
+        uint32_t j = (uint32_t)(((shuffle_next(&s) >> 32) * (i + 1)) >> 32); /* in [0, i], no divide */
         uint16_t t = order[i];
         order[i] = order[j];
         order[j] = t;

@@ -299,14 +299,57 @@ static MM_NOINLINE void free_remote_after(thread_heap_t *th, remote_batch_t *rb)
   }
 }
 
+/* b, carrying its free canary, into th's batch for owner (not th). */
+MM_INLINE void send_remote(thread_heap_t *th, thread_heap_t *owner, block_t *b) {
+  remote_batch_t *rb = remote_bucket(th, owner);
+  if (unlikely(rb->dest != owner)) {
+    remote_push(th, owner, b); /* the bucket holds another heap's batch */
+    return;
+  }
+  if (likely(!batch_add(rb, b) && ++th->slow_calls % MM_HEARTBEAT_CALLS != 0)) return;
+  free_remote_after(th, rb);
+}
+
+/* The checked modes' free without the heap's lock (secure mode and zero on
+ * free; not valgrind, which must see every block): the owner's fast free
+ * or the remote free below, with the checks of their fast paths, the block
+ * filled and marked (block_on_free) before anyone else can see it, and the
+ * link encoded (page_push_local, batch_add).  A full, taken or abandoned
+ * page, a thread without a heap and a bad pointer go on to the slow path. */
+static MM_NOINLINE void free_other_checked(void *p, extent_t *page, const char *call) {
+  thread_heap_t *th = mm_thread_heap;
+  thread_heap_t *owner = page_owner(page);
+  uint64_t off = (uintptr_t)p - page->page_start;
+  block_t *b = p;
+  if (owner && th != &mm_heap_empty && !mm_vg_rz && page_offset_carved(page, off) &&
+      page_offset_at_block(page, off) && !block_is_free(b)) {
+    if (owner != th) {
+      block_on_free(page, b);
+      send_remote(th, owner, b);
+      return;
+    }
+    if (page_owner_is(page, th->tid, false)) { /* ours, not full, not taken */
+      block_on_free(page, b);
+      block_set_next(b, page->local_free);
+      atomic_order_stores(); /* link before head: a fork may land here */
+      page->local_free = b;
+      if (likely(--page->used != 0)) return;
+      thread_heap_page_empty_slow(th, page);
+      return;
+    }
+  }
+  thread_heap_free_slow(p, call);
+}
+
 /* The free fast path missed on the page's tag: p is in `page` (the caller
  * looked it up) and the page is not tagged with this thread's plain id.
  * The common case, a page of another live thread, is handled here, kept
  * small (no call on its common path, so few registers to save): the same
  * checks as the owner's fast path (block boundary of the carved part, not
- * already free), then into the batch for the page's owner.  This thread's
- * own full page, an abandoned page, the checked modes, a thread without a
- * heap and a bad pointer go on to thread_heap_free_slow. */
+ * already free), then into the batch for the page's owner.  The checked
+ * modes go to free_other_checked; this thread's own full page, an
+ * abandoned page, a thread without a heap and a bad pointer go on to
+ * thread_heap_free_slow. */
 void thread_heap_free_other(void *p, extent_t *page, const char *call) {
   thread_heap_t *th = mm_thread_heap;
   thread_heap_t *owner = page_owner(page);
@@ -318,16 +361,11 @@ void thread_heap_free_other(void *p, extent_t *page, const char *call) {
              page_offset_carved(page, off) && page_offset_at_block(page, off) &&
              b->canary != canary)) {
     b->canary = canary;
-    remote_batch_t *rb = remote_bucket(th, owner);
-    if (unlikely(rb->dest != owner)) {
-      remote_push(th, owner, b); /* the bucket holds another heap's batch */
-      return;
-    }
-    if (likely(!batch_add(rb, b) && ++th->slow_calls % MM_HEARTBEAT_CALLS != 0)) return;
-    free_remote_after(th, rb);
+    send_remote(th, owner, b);
     return;
   }
-  thread_heap_free_slow(p, call);
+  if (unlikely(mm_slow_only)) free_other_checked(p, page, call);
+  else thread_heap_free_slow(p, call);
 }
 
 /* ---- the heartbeat ------------------------------------------------------------------------ */

@@ -17,7 +17,8 @@
  *     │   └ thread_heap_alloc_class_slow   none: as below, class known
  *     └ thread_heap_malloc_slow                  MM_SLOW_PATH, alloc.c
  *         first call of a thread: thread_heap_init_current (lifecycle.c)
- *         checked modes: alloc_checked
+ *         checked modes (secure, zero on free): the class's first page
+ *           popped without the lock by page_pop_checked; else alloc_checked
  *         holding the heap's lock (thread_heap_lock):
  *         thread_heap_beat (remote.h): take the inbox if lane 0 says so
  *           (remote_take_inbox); every MM_HEARTBEAT_MS remote_heartbeat:
@@ -41,6 +42,8 @@
  *     │   page of another live thread, p at a carved block boundary and
  *     │   not already free: batch_add to the batch for that thread;
  *     │   a full batch goes to its inbox, one CAS per lane (remote_flush)
+ *     │   checked modes: free_other_checked, the same two frees without
+ *     │   the lock, the block filled (block_on_free), links encoded
  *     └ thread_heap_free_slow      MM_SLOW_PATH, free.c; also from above
  *         thread_heap_lookup: not ours / interior / double free -> abort
  *         LARGE: local_heap_free_large; huge: local_heap_free_huge
