@@ -13,9 +13,11 @@
  * bypass the fast paths and come through page_pop_checked and
  * block_on_free:
  *   secure:   links stored xor'ed (mm_list_key), blocks carved in random
- *             order, every free block filled with a pattern (zero with
+ *             order, every freed block filled with a pattern (zero with
  *             MMALLOC_ZERO_ON_FREE) that is checked when it is handed out
- *             again: a write after free aborts with the block's address;
+ *             again: a write after free aborts with the block's address
+ *             (blocks carved and never handed out are neither filled nor
+ *             checked: MM_EXTENT_FRESH marks a free list of only those);
  *   valgrind: every block is a MALLOCLIKE/FREELIKE block for memcheck, and
  *             free blocks are no-access except while the allocator reads
  *             or writes their two words.
@@ -48,10 +50,22 @@ bool block_is_free(const block_t *b) {
 #endif
 }
 
+/* Secure mode's fill of a block past its two words: word stores for the
+ * small blocks most programs free (a memset call costs more there). */
+static inline void block_fill(block_t *b, uint32_t size) {
+  if (size <= 256) {
+    uint64_t f = block_fill_word();
+    uint64_t *w = (uint64_t *)(b + 1), *end = (uint64_t *)((char *)b + size);
+    for (; w < end; w++) *w = f;
+  } else {
+    memset(b + 1, block_fill_byte(), size - sizeof(block_t));
+  }
+}
+
 /* A block the user just freed, in a checked mode: mark it, fill it. */
 void block_on_free(extent_t *page, block_t *b) {
   if (options.secure && page->block_size > sizeof(block_t))
-    memset((char *)b + sizeof(block_t), block_fill_byte(), page->block_size - sizeof(block_t));
+    block_fill(b, page->block_size);
   else if (options.zero_on_free)
     memset(b, 0, page->block_size);
   block_vg_open(b);
@@ -70,7 +84,10 @@ static MM_COLD __attribute__((noreturn)) void written_after_free(const block_t *
 
 /* page_pop for the checked modes: check that nothing wrote into the block
  * while it was free (secure mode: its link must decode to a block of this
- * page, or nothing, before it is followed), then take it. */
+ * page, or nothing, before it is followed; its canary must be intact; and,
+ * unless the free list is fresh (MM_EXTENT_FRESH: blocks carved and never
+ * handed out, which no one can have freed and written since), every byte
+ * past the two words must still hold the fill), then take it. */
 void *page_pop_checked(extent_t *page) {
   block_t *b = page->free;
   block_t *next = block_next(b);
@@ -85,6 +102,7 @@ void *page_pop_checked(extent_t *page) {
     uint64_t f = block_fill_word();
     const uint64_t *w = (const uint64_t *)((const char *)b + sizeof(block_t));
     const uint64_t *end = (const uint64_t *)((const char *)b + page->block_size);
+    if (page->flags & MM_EXTENT_FRESH) w = end;
     for (; w < end; w++) {
       if (*w != f) {
         size_t at = (size_t)((const char *)w - (const char *)b);
@@ -130,7 +148,7 @@ static uint64_t shuffle_next(uint64_t *s) {
 }
 
 /* Carve the next blocks of the page onto its (empty) free list: in address
- * order, or (secure mode) in a random order, filled with the pattern. */
+ * order, or (secure mode) in a random order. */
 static void page_extend(extent_t *page) {
   uint32_t size = page->block_size;
   uint32_t n = MM_EXTEND_BYTES / size;
@@ -151,7 +169,9 @@ static void page_extend(extent_t *page) {
     b->canary = block_canary_of(b);
     page->free = (block_t *)first;
   } else {
-    /* A random order (secure mode): Fisher-Yates over the n indices. */
+    /* A random order (secure mode): Fisher-Yates over the n indices.  Not
+     * filled: never handed out, these blocks are not checked either
+     * (MM_EXTENT_FRESH). */
     uint16_t order[MM_EXTEND_BYTES / 16];
     uint64_t s = mm_list_key ^ (uintptr_t)first ^ 0x9E3779B97F4A7C15ull;
     for (uint32_t i = 0; i < n; i++) order[i] = (uint16_t)i;
@@ -165,8 +185,6 @@ static void page_extend(extent_t *page) {
     block_t *head = NULL;
     for (uint32_t i = 0; i < n; i++) {
       block_t *b = (block_t *)(first + (size_t)order[n - 1 - i] * size);
-      if (options.secure && size > sizeof(block_t))
-        memset((char *)b + sizeof(block_t), block_fill_byte(), size - sizeof(block_t));
       block_set_next(b, head);
       block_vg_open(b);
       b->canary = block_canary_of(b);
@@ -174,6 +192,7 @@ static void page_extend(extent_t *page) {
       head = b;
     }
     page->free = head;
+    page->flags |= MM_EXTENT_FRESH;
   }
   page->reserved += n;
   atomic_store_relaxed(&page->xlimit, (uint64_t)page->reserved * size);
@@ -186,6 +205,7 @@ bool page_refill(extent_t *page) {
   if (page->local_free) {
     page->free = page->local_free;
     page->local_free = NULL;
+    page->flags &= (uint8_t)~MM_EXTENT_FRESH;
     return true;
   }
   if (page->reserved < page->capacity) {

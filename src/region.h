@@ -83,7 +83,7 @@ typedef struct extent_s {
   uint32_t capacity; /* blocks that fit in the page */
   uint8_t kind;      /* extent_kind_t */
   uint8_t size_class;
-  uint8_t flags;     /* MM_EXTENT_ZERO, _GUARD, _UNMAPPED, _FORKED, _QUARANTINED, _THP */
+  uint8_t flags;     /* MM_EXTENT_ZERO, _GUARD, _UNMAPPED, _FORKED, _QUARANTINED, _THP, _FRESH */
   uint8_t idle;      /* PAGE: heartbeats in a row it was seen empty */
   uint32_t freed_at; /* FREE/CACHED: when it became free, ms */
   struct extent_s *next; /* the one list the extent is on (see above) */
@@ -106,6 +106,9 @@ typedef struct extent_s {
                                      checked (pool.c: the release quarantine) */
 #define MM_EXTENT_THP 64u /* POOL: a pool's 2 MiB block, advised as a transparent
                              huge page (pool.c) */
+#define MM_EXTENT_FRESH 128u /* PAGE: every block on its free list was carved and
+                               never handed out (secure mode does not fill those:
+                               page.c) */
 
 _Static_assert(sizeof(extent_t) == 192, "extent descriptor is three lines");
 _Static_assert(offsetof(extent_t, xowner) + sizeof(void *) == 64,
