@@ -148,12 +148,6 @@
  * Free page blocks kept per local heap, by size, before they go back into the
  * tree (recycled without a tree operation). */
 #define MM_PAGE_CACHE_MAX 16
-/* The same in secure mode, where a page block leaving the cache for the
- * tree loses its guard datablock and one taken from the tree gets it back:
- * two madvise calls and the TLB flushes they cause, per block (threadtest,
- * whose 100 pages go and come back every round, spent 25% of its time in
- * them with 16).  Cached blocks are still purged after the delay. */
-#define MM_PAGE_CACHE_MAX_SECURE 512
 /* Large blocks of up to this many datablocks (128 KiB: "medium") are carved
  * from slots of their own, apart from page blocks and bigger blocks: the
  * short-lived medium blocks of a busy program (zlib's 64 KiB deflate

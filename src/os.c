@@ -221,6 +221,8 @@ void os_hugepages(void *p, size_t size, bool on, bool whole) {
 #define MM_MADV_GUARD_REMOVE 103
 static _Atomic(int) xguard_madvise_works = 1;
 
+bool os_guard_is_light(void) { return atomic_load_relaxed(&xguard_madvise_works); }
+
 bool os_guard(void *p, size_t size, bool on) {
   if (atomic_load_relaxed(&xguard_madvise_works)) {
     if (madvise(p, size, on ? MM_MADV_GUARD_INSTALL : MM_MADV_GUARD_REMOVE) == 0) return true;

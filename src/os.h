@@ -43,6 +43,8 @@ bool os_purge(void *p, size_t size);
 size_t os_resident_bytes(const void *p, size_t size);
 void os_hugepages(void *p, size_t size, bool on, bool whole);
 bool os_guard(void *p, size_t size, bool on);
+/* Whether os_guard uses the light guards (which do not split mappings). */
+bool os_guard_is_light(void);
 bool os_remap_to(void *old, size_t size, void *to);
 /* The same without fault injection: undoing a move that went half way. */
 bool os_remap_back(void *old, size_t size, void *to);

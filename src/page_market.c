@@ -132,8 +132,7 @@ void local_heap_cache_page_locked(local_heap_t *h, extent_t *page) {
   h->pages_back++;
   h->cache_count++;
   atomic_store_relaxed(&h->xcached, h->cache_count);
-  if (h->cache_count > (options.secure ? MM_PAGE_CACHE_MAX_SECURE : MM_PAGE_CACHE_MAX))
-    page_cache_evict(h, h->cache.last);
+  if (h->cache_count > MM_PAGE_CACHE_MAX) page_cache_evict(h, h->cache.last);
   local_heap_check(h);
 }
 

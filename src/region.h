@@ -152,10 +152,16 @@ typedef struct slot_s {
 #define MM_SLOT_MAP_OFFSET ((uintptr_t)4096)
 #define MM_SLOT_EXTENTS_OFFSET \
   ((MM_SLOT_MAP_OFFSET + MM_SLOT_DATABLOCKS * sizeof(uint32_t) + 63) & ~(uintptr_t)63)
+/* Secure mode's guard map: a bit per datablock of the slot, set where a
+ * guard is installed (extent.c: guards are removed lazily). */
+#define MM_SLOT_GUARDS_OFFSET \
+  ((MM_SLOT_EXTENTS_OFFSET + MM_SLOT_EXTENTS * sizeof(extent_t) + 4095) & ~(uintptr_t)4095)
 _Static_assert(sizeof(slot_t) <= 4096, "slot header fits its datablock");
 _Static_assert(MM_SLOT_EXTENTS_OFFSET + MM_SLOT_EXTENTS * sizeof(extent_t) <=
                    MM_SLOT_META_SIZE,
                "management area fits before the data area");
+_Static_assert(MM_SLOT_GUARDS_OFFSET + MM_SLOT_DATABLOCKS / 8 <= MM_SLOT_META_SIZE - MM_DATABLOCK_SIZE,
+               "the guard map fits before the management area's own guard");
 
 /* Slot table entries (one byte per slot-sized piece of address space). */
 #define MM_SLOT_NONE 0      /* not mmalloc's */
@@ -207,6 +213,9 @@ MM_INLINE uint32_t *slot_extent_map(slot_t *slot) {
 }
 MM_INLINE extent_t *slot_extents(slot_t *slot) {
   return (extent_t *)((uintptr_t)slot + MM_SLOT_EXTENTS_OFFSET);
+}
+MM_INLINE uint64_t *slot_guard_map(slot_t *slot) {
+  return (uint64_t *)((uintptr_t)slot + MM_SLOT_GUARDS_OFFSET);
 }
 MM_INLINE uintptr_t slot_data_start(const slot_t *slot) {
   return (uintptr_t)slot + MM_SLOT_META_SIZE;

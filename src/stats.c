@@ -48,13 +48,14 @@ static void page_visit(extent_t *page, void *arg) {
 }
 
 /* A slot's management area that can be resident: its header datablock, the
- * extent map (written where extents begin and end: counted whole) and the
- * descriptors ever handed out. */
+ * extent map (written where extents begin and end: counted whole), the
+ * descriptors ever handed out and, in secure mode, the guard map. */
 static uint64_t slot_metadata(const slot_t *slot) {
   if (slot->huge) return MM_DATABLOCK_SIZE;
   uint64_t desc = (uint64_t)slot->desc_top * sizeof(extent_t);
   uint64_t end = MM_SLOT_EXTENTS_OFFSET + desc;
-  return (end + MM_DATABLOCK_SIZE - 1) & ~(uint64_t)(MM_DATABLOCK_SIZE - 1);
+  uint64_t guards = options.secure ? MM_SLOT_DATABLOCKS / 8 : 0; /* the guard map */
+  return ((end + MM_DATABLOCK_SIZE - 1) & ~(uint64_t)(MM_DATABLOCK_SIZE - 1)) + guards;
 }
 
 static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {

@@ -191,6 +191,40 @@ static void guard_large(void) {
   poke(p + 40960, 1);
 }
 
+/* Guards are removed lazily (src/extent.c): a freed block's guard stays
+ * installed until an extent carved over it takes it away.  A 10-datablock
+ * block freed, then a 20-datablock one in its place (first fit): every byte
+ * of the new block, the old guard's datablock among them, must be writable
+ * (it says so on stderr; exit 3: not in the same place, so the case would
+ * not be tested), and its own end is guarded (the write past it faults). */
+static void guard_reuse_bigger(void) {
+  char *p = malloc(40960);
+  if (!p) _exit(SETUP);
+  memset(p, 1, 40960);
+  free(p);
+  char *q = malloc(81920);
+  if (!q) _exit(SETUP);
+  if (q != p) _exit(3);
+  memset(q, 2, 81920); /* the old guard's datablock is q + 40960 */
+  static const char said[] = "whole block written\n";
+  if (write(2, said, sizeof said - 1) < 0) _exit(SETUP);
+  poke(q + 81920, 1);
+}
+
+/* The other way: a 20-datablock block freed, a 10-datablock one in its
+ * place: its end is guarded although the old guard lies further on. */
+static void guard_reuse_smaller(void) {
+  char *p = malloc(81920);
+  if (!p) _exit(SETUP);
+  memset(p, 1, 81920);
+  free(p);
+  char *q = malloc(40960);
+  if (!q) _exit(SETUP);
+  if (q != p) _exit(3);
+  memset(q, 2, 40960);
+  poke(q + 40960, 1);
+}
+
 /* A huge block: the page after it must be part of a mapping and
  * inaccessible ("---p" in /proc/self/maps: the allocator's own reservation),
  * not merely unmapped, where the kernel could put another mapping; then the
@@ -512,6 +546,13 @@ static void secure_checks(void) {
   o = run_child(guard_large);
   show("write past a large block", &o);
   CHECK("writing past the end of a large block faults", died_of(&o, SIGSEGV));
+  o = run_child(guard_reuse_bigger);
+  show("a bigger block over a freed one's guard", &o);
+  CHECK("a block carved over a freed block's guard is writable, and guarded past its end",
+        died_of(&o, SIGSEGV) && strstr(o.err, "whole block written"));
+  o = run_child(guard_reuse_smaller);
+  show("a smaller block where a bigger one was", &o);
+  CHECK("a smaller block in a freed bigger one's place is guarded past its end", died_of(&o, SIGSEGV));
   o = run_child(guard_huge);
   show("write past a huge block", &o);
   CHECK("writing past the end of a huge block faults", died_of(&o, SIGSEGV));
