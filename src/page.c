@@ -38,17 +38,15 @@ void block_vg_close(const block_t *b) { VALGRIND_MAKE_MEM_NOACCESS(b, sizeof(blo
 /* Is b a free block (does it carry its canary)?  The one read of a word
  * that may be either user data or ours; under valgrind it is read without
  * a report and the answer is marked defined. */
-bool block_is_free(const block_t *b) {
 #if MM_VALGRIND
+bool block_is_free(const block_t *b) {
   VALGRIND_DISABLE_ERROR_REPORTING;
   volatile int free = b->canary == block_canary_of(b);
   VALGRIND_ENABLE_ERROR_REPORTING;
   VALGRIND_MAKE_MEM_DEFINED(&free, sizeof(free));
   return free;
-#else
-  return b->canary == block_canary_of(b);
-#endif
 }
+#endif
 
 /* Secure mode's fill of a block past its two words: word stores for the
  * small blocks most programs free (a memset call costs more there). */
@@ -95,7 +93,7 @@ void *page_pop_checked(extent_t *page) {
   if (options.secure) {
     if (b->canary != block_canary_of(b)) written_after_free(b, 8);
     uint64_t off = (uintptr_t)next - page->page_start;
-    if (next && (off >= (uint64_t)page->reserved * page->block_size || off % page->block_size))
+    if (next && (off >= (uint64_t)page->reserved * page->block_size || !page_offset_at_block(page, off)))
       written_after_free(b, 0);
     /* Word by word (block sizes are multiples of 16); the byte only to
      * name it. */
