@@ -75,8 +75,8 @@ void local_heap_free_large(extent_t *e, bool purge) {
   mm_assert(!slot_of_extent(e)->huge);
   local_heap_t *h = local_heap_of_extent(e);
   uintptr_t start = e->node.start;
-  bool purged = purge && !(e->flags & MM_EXTENT_GUARD) &&
-                os_purge((void *)start, e->node.ndatablocks << MM_DATABLOCK_SHIFT);
+  size_t guard = e->flags & MM_EXTENT_GUARD ? 1 : 0; /* never touched: not purged */
+  bool purged = purge && os_purge((void *)start, (e->node.ndatablocks - guard) << MM_DATABLOCK_SHIFT);
   uint32_t now = os_now_ms();
   local_heap_lock(h);
   local_heap_check(h);
@@ -88,7 +88,7 @@ void local_heap_free_large(extent_t *e, bool purge) {
   h->large_live_bytes -= e->node.ndatablocks << MM_DATABLOCK_SHIFT;
   decay_dirty_add(h, e, now);
   if (purged) {
-    h->purged_bytes += e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+    h->purged_bytes += (e->node.ndatablocks - guard) << MM_DATABLOCK_SHIFT;
     decay_gave_back(h, e);
   }
   extent_insert_free(h, e);

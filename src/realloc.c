@@ -12,8 +12,9 @@
  * to MM_GROW_MAP_MIN it moves to a mapping of its own instead (one copy of
  * at most 1 MiB, after which growing costs no copy), and the datablocks it
  * leaves in its slot go back to the OS at once: a growing buffer leaves
- * nothing resident behind it.  In the checked modes it always moves:
- * memcheck then sees one block die and another start.
+ * nothing resident behind it.  In the checked modes it always moves
+ * (memcheck then sees one block die and another start; secure mode's
+ * checks then cover the old block), but for huge blocks out of valgrind.
  */
 #include <errno.h>
 #include <string.h>
@@ -53,10 +54,25 @@ void *thread_heap_realloc(void *p, size_t size) {
     return NULL;
   }
   if (unlikely(mm_slow_only)) {
-    /* Always move: memcheck sees one block die and another start.  The copy
-     * may read bytes past the size the user asked for (we do not keep it);
-     * memcheck is told not to report that. */
-    void *q = thread_heap_malloc_fast(size);
+    /* Secure mode and zero on free (not valgrind): a huge block is resized
+     * by its mapping as in the default mode, without a copy, and a block
+     * growing past MM_SMALL_MAX moves where the default mode would put it
+     * (at MM_GROW_MAP_MIN, a mapping of its own, which later growth resizes
+     * so).  Big blocks' bytes are neither filled nor checked in any mode,
+     * so a copy would check nothing more, and the guard after the block
+     * goes with its end (region.c: huge_mapping_size). */
+    bool big = !mm_vg_rz && size > old && size > MM_SMALL_MAX;
+    if (big && e->kind == MM_EXTENT_LARGE && slot_of_extent(e)->huge && size >= MM_GROW_MAP_MIN) {
+      extent_t *ne = local_heap_resize_huge(e, size);
+      if (ne) return (void *)ne->node.start;
+    }
+    /* Otherwise always move: a small block's old place is filled and
+     * checked when reused (a write through a stale pointer is caught), and
+     * memcheck sees one block die and another start.  The copy may read
+     * bytes past the size the user asked for (we do not keep it); memcheck
+     * is told not to report that. */
+    thread_heap_t *th = big ? thread_heap_current() : NULL;
+    void *q = th ? thread_heap_alloc_big(th, size, 0, false, true) : thread_heap_malloc_fast(size);
     if (!q) return NULL;
 #if MM_VALGRIND
     VALGRIND_DISABLE_ERROR_REPORTING;
@@ -65,6 +81,11 @@ void *thread_heap_realloc(void *p, size_t size) {
 #if MM_VALGRIND
     VALGRIND_ENABLE_ERROR_REPORTING;
 #endif
+    if (big && e->kind == MM_EXTENT_LARGE && !slot_of_extent(e)->huge && size >= MM_GROW_MAP_MIN) {
+      local_heap_free_large(e, true); /* as below: what it leaves goes back now */
+      local_heap_purger_poke();
+      return q;
+    }
     thread_heap_free_fast(p, "realloc");
     return q;
   }

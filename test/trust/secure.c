@@ -215,6 +215,29 @@ static void guard_reuse(size_t first, size_t second) {
 static void guard_reuse_bigger(void) { guard_reuse(40960, 81920); }
 static void guard_reuse_smaller(void) { guard_reuse(81920, 40960); }
 
+/* realloc in secure mode moves a growing block past 1 MiB to a mapping of
+ * its own and then resizes that mapping (src/realloc.c): the contents
+ * survive every step (exit 5 if not), the whole block is writable (it says
+ * so on stderr), and the byte past its new end faults. */
+static void guard_realloc_huge(void) {
+  size_t sizes[] = {(size_t)512 << 10, (size_t)2 << 20, (size_t)8 << 20, (size_t)24 << 20};
+  unsigned char *p = NULL;
+  size_t had = 0;
+  for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    unsigned char *q = realloc(p, sizes[k]);
+    if (!q) _exit(SETUP);
+    for (size_t i = 0; i < had; i += 4096)
+      if (q[i] != (unsigned char)(i / 4096 * 7 + 1)) _exit(5);
+    for (size_t i = 0; i < sizes[k]; i += 4096) q[i] = (unsigned char)(i / 4096 * 7 + 1);
+    q[sizes[k] - 1] = 1;
+    p = q;
+    had = sizes[k];
+  }
+  static const char said[] = "whole block written\n";
+  if (write(2, said, sizeof said - 1) < 0) _exit(SETUP);
+  poke(p + had, 1);
+}
+
 /* A huge block: the page after it must be part of a mapping and
  * inaccessible ("---p" in /proc/self/maps: the allocator's own reservation),
  * not merely unmapped, where the kernel could put another mapping; then the
@@ -543,6 +566,10 @@ static void secure_checks(void) {
   o = run_child(guard_reuse_smaller);
   show("a smaller block where a bigger one was", &o);
   CHECK("a smaller block in a freed bigger one's place is writable, and guarded past its end",
+        died_of(&o, SIGSEGV) && strstr(o.err, "whole block written"));
+  o = run_child(guard_realloc_huge);
+  show("write past a block grown by realloc", &o);
+  CHECK("a block grown by realloc to 24 MiB keeps its contents and is guarded past its end",
         died_of(&o, SIGSEGV) && strstr(o.err, "whole block written"));
   o = run_child(guard_huge);
   show("write past a huge block", &o);
