@@ -95,14 +95,14 @@ void *page_pop_checked(extent_t *page) {
     uint64_t off = (uintptr_t)next - page->page_start;
     if (next && (off >= (uint64_t)page->reserved * page->block_size || !page_offset_at_block(page, off)))
       written_after_free(b, 0);
-    /* Two words a step (block sizes are multiples of 16), differences
-     * or'ed together without a branch, which the compiler turns into
-     * vector operations; the byte is looked for only to name it. */
+    /* The differences or'ed together without a branch, which the compiler
+     * turns into 16-byte vector operations (block sizes are multiples of
+     * 16); the byte is looked for only to name it. */
     uint64_t f = block_fill_word(), diff = 0;
     const uint64_t *w = (const uint64_t *)((const char *)b + sizeof(block_t));
     const uint64_t *end = (const uint64_t *)((const char *)b + page->block_size);
     if (page->flags & MM_EXTENT_FRESH) w = end;
-    for (; w < end; w += 2) diff |= (w[0] ^ f) | (w[1] ^ f);
+    for (; w < end; w++) diff |= *w ^ f;
     if (unlikely(diff)) {
       size_t at = sizeof(block_t);
       while (((const uint8_t *)b)[at] == (uint8_t)f) at++;
