@@ -548,6 +548,13 @@ static void shape(const uintptr_t *a, int n, uintptr_t *out) {
   for (int i = 0; i < n; i++) out[i] = a[i] - lo;
 }
 
+/* fn wrote its whole block (it said so) and then faulted past its end. */
+static bool written_then_faulted(void (*fn)(void), const char *name) {
+  outcome_t o = run_child(fn);
+  show(name, &o);
+  return died_of(&o, SIGSEGV) && strstr(o.err, "whole block written");
+}
+
 /* ---- the modes ------------------------------------------------------------------- */
 
 static void secure_checks(void) {
@@ -559,18 +566,12 @@ static void secure_checks(void) {
   o = run_child(guard_large);
   show("write past a large block", &o);
   CHECK("writing past the end of a large block faults", died_of(&o, SIGSEGV));
-  o = run_child(guard_reuse_bigger);
-  show("a bigger block over a freed one's guard", &o);
   CHECK("a block carved over a freed block's guard is writable, and guarded past its end",
-        died_of(&o, SIGSEGV) && strstr(o.err, "whole block written"));
-  o = run_child(guard_reuse_smaller);
-  show("a smaller block where a bigger one was", &o);
+        written_then_faulted(guard_reuse_bigger, "a bigger block over a freed one's guard"));
   CHECK("a smaller block in a freed bigger one's place is writable, and guarded past its end",
-        died_of(&o, SIGSEGV) && strstr(o.err, "whole block written"));
-  o = run_child(guard_realloc_huge);
-  show("write past a block grown by realloc", &o);
+        written_then_faulted(guard_reuse_smaller, "a smaller block where a bigger one was"));
   CHECK("a block grown by realloc to 24 MiB keeps its contents and is guarded past its end",
-        died_of(&o, SIGSEGV) && strstr(o.err, "whole block written"));
+        written_then_faulted(guard_realloc_huge, "write past a block grown by realloc"));
   o = run_child(guard_huge);
   show("write past a huge block", &o);
   CHECK("writing past the end of a huge block faults", died_of(&o, SIGSEGV));
