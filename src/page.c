@@ -48,22 +48,10 @@ bool block_is_free(const block_t *b) {
 }
 #endif
 
-/* Secure mode's fill of a block past its two words: word stores for the
- * small blocks most programs free (a memset call costs more there). */
-static inline void block_fill(block_t *b, uint32_t size) {
-  if (size <= 256) {
-    uint64_t f = block_fill_word();
-    uint64_t *w = (uint64_t *)(b + 1), *end = (uint64_t *)((char *)b + size);
-    for (; w < end; w++) *w = f;
-  } else {
-    memset(b + 1, block_fill_byte(), size - sizeof(block_t));
-  }
-}
-
 /* A block the user just freed, in a checked mode: mark it, fill it. */
 void block_on_free(extent_t *page, block_t *b) {
   if (options.secure && page->block_size > sizeof(block_t))
-    block_fill(b, page->block_size);
+    block_fill_range(b + 1, page->block_size - sizeof(block_t));
   else if (options.zero_on_free)
     memset(b, 0, page->block_size);
   block_vg_open(b);
@@ -95,19 +83,9 @@ void *page_pop_checked(extent_t *page) {
     uint64_t off = (uintptr_t)next - page->page_start;
     if (next && (off >= (uint64_t)page->reserved * page->block_size || !page_offset_at_block(page, off)))
       written_after_free(b, 0);
-    /* The differences or'ed together without a branch, which the compiler
-     * turns into 16-byte vector operations (block sizes are multiples of
-     * 16); the byte is looked for only to name it. */
-    uint64_t f = block_fill_word(), diff = 0;
-    const uint64_t *w = (const uint64_t *)((const char *)b + sizeof(block_t));
-    const uint64_t *end = (const uint64_t *)((const char *)b + page->block_size);
-    if (page->flags & MM_EXTENT_FRESH) w = end;
-    for (; w < end; w++) diff |= *w ^ f;
-    if (unlikely(diff)) {
-      size_t at = sizeof(block_t);
-      while (((const uint8_t *)b)[at] == (uint8_t)f) at++;
-      written_after_free(b, at);
-    }
+    size_t n = page->flags & MM_EXTENT_FRESH ? 0 : page->block_size - sizeof(block_t);
+    size_t at = block_fill_changed(b + 1, n);
+    if (unlikely(at < n)) written_after_free(b, sizeof(block_t) + at);
   }
   page_take_block(page, b, next);
 #if MM_VALGRIND

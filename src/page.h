@@ -21,6 +21,8 @@
 #ifndef MM_PAGE_H
 #define MM_PAGE_H
 
+#include <string.h>
+
 #include "options.h"
 #include "region.h"
 #include "size_class.h"
@@ -72,6 +74,38 @@ MM_INLINE uintptr_t block_canary_of(const block_t *b) {
  * again: a byte, and a word of it. */
 MM_INLINE uint8_t block_fill_byte(void) { return options.zero_on_free ? 0 : 0xDF; }
 MM_INLINE uint64_t block_fill_word(void) { return 0x0101010101010101ull * block_fill_byte(); }
+/* Fill [p, p + n) with the pattern (p 8-aligned, n a multiple of 8): word
+ * stores for the small objects most programs free (a memset call costs
+ * more there), memset for the rest. */
+MM_INLINE void block_fill_range(void *p, size_t n) {
+  uint64_t f = block_fill_word(), *w = p;
+  if (n <= 32) { /* four words at most, unrolled */
+    for (size_t i = 0; i < 4; i++)
+      if (i < n / 8) w[i] = f;
+  } else if (n <= 256) {
+    for (uint64_t *end = w + n / 8; w < end; w++) *w = f;
+  } else {
+    memset(p, block_fill_byte(), n);
+  }
+}
+/* The offset of the first byte of [p, p + n) that no longer holds the
+ * pattern, or n (p 8-aligned, n a multiple of 8).  The differences are
+ * or'ed together without a branch, which the compiler turns into vector
+ * operations; the byte is looked for only when one differs, to name it. */
+MM_INLINE size_t block_fill_changed(const void *p, size_t n) {
+  uint64_t f = block_fill_word(), diff = 0;
+  const uint64_t *w = p;
+  if (n <= 32) { /* the small blocks most programs use: four words at most, unrolled */
+    for (size_t i = 0; i < 4; i++)
+      if (i < n / 8) diff |= w[i] ^ f;
+  } else {
+    for (const uint64_t *end = w + n / 8; w < end; w++) diff |= *w ^ f;
+  }
+  if (likely(!diff)) return n;
+  size_t at = 0;
+  while (((const uint8_t *)p)[at] == (uint8_t)f) at++;
+  return at;
+}
 /* Is b a free block (does it carry its canary)? */
 #if MM_VALGRIND
 bool block_is_free(const block_t *b);
@@ -170,6 +204,7 @@ MM_INLINE void *page_pop(extent_t *page) {
 /* Push b (its canary set) onto the owner's local free list. */
 MM_INLINE void page_push_local(extent_t *page, block_t *b) {
   block_set_next(b, page->local_free);
+  atomic_order_stores(); /* link before head: a fork may land here */
   page->local_free = b;
 }
 

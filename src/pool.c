@@ -234,8 +234,7 @@ static void *carve(pool_t *pl, uint32_t want, uint32_t *got) {
 
 static void fill_free(const pool_t *pl, uintptr_t *o) {
   if (!options.secure) return;
-  uint64_t f = block_fill_word();
-  for (size_t w = 2; w < pl->size / 8; w++) o[w] = f;
+  block_fill_range(o + 2, pl->size - 16); /* sizes: multiples of 8, 16 at least */
 }
 
 /* Secure mode: the object about to be handed out is a free object of pl
@@ -252,11 +251,10 @@ static void check_unwritten(const pool_t *pl, const uintptr_t *o) {
   if (o[1] != ((uintptr_t)o ^ pl->pub.key))
     os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte 8 "
              "changed)\n", call, pl->heap ? "heap" : "pool", pl->name, (const void *)o);
-  uint64_t f = block_fill_word();
-  for (size_t w = 2; w < pl->size / 8; w++)
-    if (o[w] != f)
-      os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte %zu "
-               "changed)\n", call, pl->heap ? "heap" : "pool", pl->name, (const void *)o, w * 8);
+  size_t at = block_fill_changed(o + 2, pl->size - 16);
+  if (at < pl->size - 16)
+    os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte %zu "
+             "changed)\n", call, pl->heap ? "heap" : "pool", pl->name, (const void *)o, 16 + at);
 }
 
 /* ---- the depot (the pool's lock held) ---------------------------------------------- */

@@ -44,18 +44,12 @@ static uint64_t held_bytes, held_blocks;
 /* Every usable byte of e still the pattern, or abort naming the call that
  * gave it back and the first byte written. */
 static void held_check(const extent_t *e) {
-  const uint64_t *w = (const uint64_t *)e->node.start;
-  const uint64_t *end = w + extent_usable(e) / sizeof(*w);
-  uint64_t f = block_fill_word();
-  for (; w < end; w++) {
-    if (*w == f) continue;
-    const uint8_t *b = (const uint8_t *)w;
-    while (*b == (uint8_t)f) b++;
+  size_t at = block_fill_changed((const void *)e->node.start, extent_usable(e));
+  if (at < extent_usable(e))
     os_fatal("mmalloc: %s(): %p was written after the call gave its memory back (byte %zu of "
              "block %p; secure mode)\n",
-             gave_back_call[e->size_class], (const void *)b,
-             (size_t)((uintptr_t)b - e->node.start), (const void *)e->node.start);
-  }
+             gave_back_call[e->size_class], (const void *)(e->node.start + at), at,
+             (const void *)e->node.start);
 }
 
 void pool_give_back(extent_t *e, unsigned by) {
@@ -78,7 +72,7 @@ void pool_give_back(extent_t *e, unsigned by) {
   e->size_class = (uint8_t)by;
   e->flags |= MM_EXTENT_QUARANTINED;
   e->next = e->prev = NULL;
-  memset((void *)e->node.start, block_fill_byte(), extent_usable(e));
+  block_fill_range((void *)e->node.start, extent_usable(e));
   extent_list_t out = {NULL, NULL};
   mutex_lock(&quarantine_lock);
   extent_list_push_back(&held, e);
@@ -113,7 +107,6 @@ void pool_quarantine_stats(uint64_t *blocks, uint64_t *bytes) {
   *bytes = held_bytes;
   mutex_unlock(&quarantine_lock);
 }
-
 
 /* fork: taken after the pools' list lock (pool_fork_prepare), released or
  * reset with it. */

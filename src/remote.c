@@ -330,9 +330,7 @@ static MM_NOINLINE void free_other_checked(void *p, extent_t *page, const char *
     }
     if (page_owner_is(page, th->tid, false)) { /* ours, not full, not taken */
       block_on_free(page, b);
-      block_set_next(b, page->local_free);
-      atomic_order_stores(); /* link before head: a fork may land here */
-      page->local_free = b;
+      page_push_local(page, b);
       if (likely(--page->used != 0)) return;
       thread_heap_page_empty_slow(th, page);
       return;
