@@ -14,7 +14,8 @@
  * leaves in its slot go back to the OS at once: a growing buffer leaves
  * nothing resident behind it.  In the checked modes it always moves
  * (memcheck then sees one block die and another start; secure mode's
- * checks then cover the old block), but for huge blocks out of valgrind.
+ * checks then cover the old block), but for a growing huge block out of
+ * valgrind.
  */
 #include <errno.h>
 #include <string.h>
@@ -53,68 +54,51 @@ void *thread_heap_realloc(void *p, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  if (unlikely(mm_slow_only)) {
-    /* Secure mode and zero on free (not valgrind): a huge block is resized
-     * by its mapping as in the default mode, without a copy, and a block
-     * growing past MM_SMALL_MAX moves where the default mode would put it
-     * (at MM_GROW_MAP_MIN, a mapping of its own, which later growth resizes
-     * so).  Big blocks' bytes are neither filled nor checked in any mode,
-     * so a copy would check nothing more, and the guard after the block
-     * goes with its end (region.c: huge_mapping_size). */
-    bool big = !mm_vg_rz && size > old && size > MM_SMALL_MAX;
-    if (big && e->kind == MM_EXTENT_LARGE && slot_of_extent(e)->huge && size >= MM_GROW_MAP_MIN) {
-      extent_t *ne = local_heap_resize_huge(e, size);
-      if (ne) return (void *)ne->node.start;
-    }
-    /* Otherwise always move: a small block's old place is filled and
-     * checked when reused (a write through a stale pointer is caught), and
-     * memcheck sees one block die and another start.  The copy may read
-     * bytes past the size the user asked for (we do not keep it); memcheck
-     * is told not to report that. */
-    thread_heap_t *th = big ? thread_heap_current() : NULL;
-    void *q = th ? thread_heap_alloc_big(th, size, 0, false, true) : thread_heap_malloc_fast(size);
-    if (!q) return NULL;
-#if MM_VALGRIND
-    VALGRIND_DISABLE_ERROR_REPORTING;
-#endif
-    memcpy(q, p, old < size ? old : size);
-#if MM_VALGRIND
-    VALGRIND_ENABLE_ERROR_REPORTING;
-#endif
-    if (big && e->kind == MM_EXTENT_LARGE && !slot_of_extent(e)->huge && size >= MM_GROW_MAP_MIN) {
-      local_heap_free_large(e, true); /* as below: what it leaves goes back now */
-      local_heap_purger_poke();
-      return q;
-    }
-    thread_heap_free_fast(p, "realloc");
-    return q;
-  }
+  /* The checked modes move every block but a growing huge one: a small
+   * block's old place is then filled and checked when it is reused (a
+   * write through the stale pointer is caught), and memcheck sees one block
+   * die and another start.  A huge block's bytes are neither filled nor
+   * checked in any mode, so secure mode and zero on free grow it by its
+   * mapping as the default does: no copy, and the reserved datablock after
+   * it, its guard, goes with its end (region.c: huge_mapping_size).  Not a
+   * shrink, which leaves the old tail committed where the guard must be. */
+  bool in_place = !mm_slow_only;
   if (e->kind == MM_EXTENT_PAGE) {
-    if (size <= old && (size > old / 2 || old <= 64)) return p;
+    if (in_place && size <= old && (size > old / 2 || old <= 64)) return p;
   } else if (slot_of_extent(e)->huge) {
-    if (size >= MM_GROW_MAP_MIN) {
+    if (size >= MM_GROW_MAP_MIN && (in_place || (!mm_vg_rz && size > old))) {
       extent_t *ne = local_heap_resize_huge(e, size);
       if (ne) return (void *)ne->node.start;
       if (size <= old) return p;
     }
-  } else if (size > MM_SMALL_MAX && size < MM_HUGE_MIN) {
+  } else if (in_place && size > MM_SMALL_MAX && size < MM_HUGE_MIN) {
     if (size <= old && size > old / 2) {
       local_heap_resize_large(e, size); /* give the tail datablocks back */
       return p;
     }
     if (size > old && size < MM_GROW_MAP_MIN && local_heap_resize_large(e, size)) return p;
   }
+  /* Moving.  Under valgrind through malloc (alloc_checked tells memcheck),
+   * and the copy may read bytes past the size the user asked for (we do
+   * not keep it): memcheck is told not to report that. */
   void *q;
-  if (size > old && size > MM_SMALL_MAX) { /* growing: leave it room to grow */
+  if (size > old && size > MM_SMALL_MAX && !mm_vg_rz) { /* growing: leave it room to grow */
     thread_heap_t *th = thread_heap_current();
     q = th ? thread_heap_alloc_big(th, size, 0, false, true) : NULL;
   } else {
     q = thread_heap_malloc_fast(size);
   }
   if (!q) return NULL;
+#if MM_VALGRIND
+  VALGRIND_DISABLE_ERROR_REPORTING;
+#endif
   memcpy(q, p, old < size ? old : size);
-  if (e->kind == MM_EXTENT_LARGE && !slot_of_extent(e)->huge && size >= MM_GROW_MAP_MIN) {
-    /* it left its slot for a mapping of its own: what it leaves goes back now */
+#if MM_VALGRIND
+  VALGRIND_ENABLE_ERROR_REPORTING;
+#endif
+  if (!mm_vg_rz && e->kind == MM_EXTENT_LARGE && !slot_of_extent(e)->huge && size >= MM_GROW_MAP_MIN) {
+    /* it left its slot for a mapping of its own: what it leaves goes back
+     * now (not its guard, never touched) */
     local_heap_free_large(e, true);
     local_heap_purger_poke();
     return q;
