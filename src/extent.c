@@ -40,32 +40,41 @@
  * the light guards (os_guard_is_light false: mprotect, which splits
  * mappings) a guard goes as soon as its extent does, as before. */
 
+/* The bits of word w of a guard map that stand for datablocks [from, to)
+ * (from < to). */
+static uint64_t guard_range_mask(size_t w, size_t from, size_t to) {
+  uint64_t mask = ~(uint64_t)0;
+  if (w == from >> 6) mask &= ~(uint64_t)0 << (from & 63);
+  if (w == (to - 1) >> 6 && (to & 63)) mask &= ((uint64_t)1 << (to & 63)) - 1;
+  return mask;
+}
+
 static void guard_bits_clear(slot_t *slot, size_t from, size_t to) {
   uint64_t *m = slot_guard_map(slot);
-  for (size_t i = from; i < to; i++) m[i >> 6] &= ~((uint64_t)1 << (i & 63));
+  for (size_t w = from >> 6; w <= (to - 1) >> 6; w++) m[w] &= ~guard_range_mask(w, from, to);
+}
+
+static void *datablock_at(slot_t *slot, size_t i) {
+  return (void *)((uintptr_t)slot + (i << MM_DATABLOCK_SHIFT));
 }
 
 bool extent_guard(extent_t *e) {
   if (!options.secure) return true;
+  mm_assert_internal(e->node.ndatablocks >= 2); /* guarded_datablocks: one more */
   slot_t *slot = slot_of_extent(e);
   uint64_t *m = slot_guard_map(slot);
   size_t first = (e->node.start - (uintptr_t)slot) >> MM_DATABLOCK_SHIFT;
-  size_t last = first + e->node.ndatablocks - 1; /* the guard's datablock */
-  /* stale guards inside the block: removed (a word of the map at a time) */
-  for (size_t w = first >> 6; w <= (last - 1) >> 6 && last > first; w++) {
-    uint64_t bits = m[w];
-    if (w == first >> 6) bits &= ~(uint64_t)0 << (first & 63);
-    if (w == (last - 1) >> 6 && ((last - 1) & 63) != 63) bits &= ((uint64_t)1 << (((last - 1) & 63) + 1)) - 1;
-    while (bits) {
+  size_t last = first + e->node.ndatablocks - 1; /* the guard's datablock; first < last */
+  /* stale guards inside the block: removed, a word of the map at a time */
+  for (size_t w = first >> 6; w <= (last - 1) >> 6; w++) {
+    for (uint64_t bits = m[w] & guard_range_mask(w, first, last); bits; bits &= bits - 1) {
       size_t i = (w << 6) + (size_t)__builtin_ctzll(bits);
-      bits &= bits - 1;
-      if (!os_guard((void *)((uintptr_t)slot + (i << MM_DATABLOCK_SHIFT)), MM_DATABLOCK_SIZE, false))
-        return false;
-      m[i >> 6] &= ~((uint64_t)1 << (i & 63));
+      if (!os_guard(datablock_at(slot, i), MM_DATABLOCK_SIZE, false)) return false;
+      guard_bits_clear(slot, i, i + 1);
     }
   }
   if (!(m[last >> 6] & ((uint64_t)1 << (last & 63)))) {
-    if (!os_guard((void *)(extent_end(e) - MM_DATABLOCK_SIZE), MM_DATABLOCK_SIZE, true)) return false;
+    if (!os_guard(datablock_at(slot, last), MM_DATABLOCK_SIZE, true)) return false;
     m[last >> 6] |= (uint64_t)1 << (last & 63);
   }
   e->flags |= MM_EXTENT_GUARD;
@@ -78,8 +87,7 @@ static void extent_unguard(extent_t *e) {
   if (os_guard_is_light()) return; /* stays, and in the map */
   slot_t *slot = slot_of_extent(e);
   size_t last = ((extent_end(e) - (uintptr_t)slot) >> MM_DATABLOCK_SHIFT) - 1;
-  if (os_guard((void *)(extent_end(e) - MM_DATABLOCK_SIZE), MM_DATABLOCK_SIZE, false))
-    guard_bits_clear(slot, last, last + 1);
+  if (os_guard(datablock_at(slot, last), MM_DATABLOCK_SIZE, false)) guard_bits_clear(slot, last, last + 1);
 }
 
 /* Datablocks for a block that needs n of them (one more for the guard). */

@@ -6,8 +6,9 @@
  * Layer: local heap.
  *
  * A large block is placed by first fit, or with room behind it when it is
- * growing and above the medium size (extent.c); realloc grows it in place into the free extent right
- * behind it and shrinks it by giving the tail back.  A freed huge mapping
+ * growing and above the medium size (extent.c); realloc grows it in place
+ * into the free extent right behind it and shrinks it by giving the tail
+ * back.  A freed huge mapping
  * waits in its heap's huge cache for the purge delay, so that a program
  * that frees a 60 MiB buffer and allocates another reuses its resident
  * memory instead of faulting in fresh pages: a new block takes the
