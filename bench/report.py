@@ -442,7 +442,8 @@ def scaling_section(m, rows):
         vals = [_f(r.get("mm_" + k)) for k in SCALING_COUNTERS]
         if None in vals:
             continue
-        per.setdefault((r["workload"], int(r["threads"])), []).append([v * 1e6 / ops for v in vals])
+        per.setdefault((r["workload"], int(r["threads"])), []).append(
+            [v * 1e6 / ops for v in vals] + [ops, vals[1]])
     if not per:
         return []
     names = ["local heap locks", "of them waited", "failed try-locks", "remote batches",
@@ -454,18 +455,21 @@ def scaling_section(m, rows):
          "batches handed to other threads' inboxes and the CAS retries that took, pages left "
          "without owner (abandoned), adopted, and taken over from idle threads. On a machine with "
          "many cores, waits, retries and hand-overs are where threads would meet; a workload whose "
-         "lock count per operation is high would queue on its local heap's lock.", "",
-         "| workload | threads | " + " | ".join(names) + " |",
-         "|---|---|" + "---|" * len(names)]
+         "lock count per operation is high would queue on its local heap's lock. The last two "
+         "columns are absolute: the operations a run counts (a workload that counts few, large "
+         "ones, such as pipeline's chunks, shows big rates from a handful of events) and the "
+         "lock waits of the whole run.", "",
+         "| workload | threads | " + " | ".join(names) + " | operations | waits in all |",
+         "|---|---|" + "---|" * (len(names) + 2)]
     for w in m.workloads:
         for t in m.threads[w]:
             runs = per.get((w, t))
             if not runs:
                 continue
-            med = [statistics.median(run[i] for run in runs) for i in range(len(names))]
-            L.append("| %s | %d | %s |" % (w, t, " | ".join(
+            med = [statistics.median(run[i] for run in runs) for i in range(len(names) + 2)]
+            L.append("| %s | %d | %s | %.0f | %.0f |" % (w, t, " | ".join(
                 ("%.0f" % v) if v >= 10 else ("%.1f" % v) if v >= 0.1 else ("%.2g" % v if v else "0")
-                for v in med)))
+                for v in med[:-2]), med[-2], med[-1]))
     L.append("")
     return L
 
@@ -646,12 +650,16 @@ def heatmap_panel(fig, ax, cmap, m, grid, title):
 
 def main(argv):
     """Rebuilds report.md and the plots of a finished run from its CSV files."""
-    if len(argv) != 2:
-        sys.stderr.write("usage: report.py RESULTS_DIR\n")
-        return 2
+    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+        sys.stderr.write("usage: report.py RESULTS_DIR (a directory bench/run.py wrote)\n")
+        return 0 if len(argv) == 2 else 2
     out = argv[1]
-    with open(os.path.join(out, "results.csv")) as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with open(os.path.join(out, "results.csv")) as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        sys.stderr.write("report.py: %s: %s\n" % (os.path.join(out, "results.csv"), e.strerror))
+        return 2
     fast = read_fastpath(os.path.join(out, "fastpath.csv"))
     env_text = ""
     ep = os.path.join(out, "environment.txt")

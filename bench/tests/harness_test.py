@@ -161,6 +161,16 @@ def scaling_and_real(c, build_dir):
                 all(not x["mm_lock_acquisitions"] for x in glibc))
         c.check("report has mmalloc's scaling counters",
                 "## mmalloc's scaling counters" in md and "| xfree | 2 |" in md)
+        line = next((l for l in md.splitlines() if l.startswith("| xfree | 2 |")), "")
+        waits = statistics.median(int(x["mm_lock_waits"]) for x in mm) if mm else -1
+        c.check("the scaling table ends with the operations and the waits in all",
+                line.split("|")[-3:-1] == [" %s " % mm[0]["ops"], " %.0f " % waits] if mm else False,
+                line)
+        r = subprocess.run([sys.executable, os.path.join(BENCH, "report.py"), out + "-missing"],
+                           capture_output=True, text=True, timeout=60)
+        c.check("report.py on a directory without results.csv: exit 2, one line naming it",
+                r.returncode == 2 and "results.csv" in r.stderr and len(r.stderr.splitlines()) == 1,
+                r.stderr[-300:])
         rb = [x for x in rows if x["workload"] == "ruby"]
         if shutil.which("ruby"):
             c.check("ruby runs ok on both allocators, one checksum",
