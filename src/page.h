@@ -178,6 +178,11 @@ MM_INLINE bool page_owner_is(const extent_t *page, uintptr_t tid, bool full) {
 MM_INLINE bool page_offset_carved(const extent_t *page, uint64_t off) {
   return off < atomic_load_relaxed(&page->xlimit);
 }
+/* The same for the page's owner, which alone writes xlimit while it owns
+ * the page: a plain load (atomic_load_own), one instruction less. */
+MM_INLINE bool page_offset_carved_own(const extent_t *page, uint64_t off) {
+  return off < atomic_load_own(&page->xlimit);
+}
 MM_INLINE bool page_offset_at_block(const extent_t *page, uint64_t off) {
   return off * page->magic < page->magic;
 }

@@ -244,7 +244,7 @@ MM_FAST_PATH void thread_heap_free_fast(void *p, const char *call) {
       uint64_t off = a - page->page_start;
       block_t *b = p;
       uintptr_t canary = a ^ mm_canary_key;
-      if (likely(page_offset_carved(page, off) && page_offset_at_block(page, off) &&
+      if (likely(page_offset_carved_own(page, off) && page_offset_at_block(page, off) &&
                  b->canary != canary)) {
         b->next = page->local_free; /* plain link: the fast paths are on */
         b->canary = canary;
