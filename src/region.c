@@ -13,6 +13,8 @@
  *
  *   mm_xslot_table[p >> MM_SLOT_SHIFT]  -> MM_SLOT_NONE / HEAP / HUGE / HUGE_TAIL
  *   slot base = p & ~(MM_SLOT_SIZE - 1)
+ *   mm_xslot_base[p >> MM_SLOT_SHIFT]   -> that base for a heap slot, else 0
+ *                                          (the free fast path's one load)
  *   extent_map[(p - base) >> MM_DATABLOCK_SHIFT] -> base + offset of the extent
  *
  * so free(p) learns whether p is ours and what extent holds it with two
@@ -21,6 +23,8 @@
  * Invariants:
  *   a slot table entry is written (release) after its slot header, extent
  *   map and free extent exist, and cleared before the slot is unmapped;
+ *   mm_xslot_base[i] != 0 iff mm_xslot_table[i] == MM_SLOT_HEAP, and then
+ *   it is slot i's base (set and cleared beside the type entry);
  *   a heap slot's entries are written under the owning heap's lock; a huge
  *   mapping's entries by the one thread that creates, resizes or unmaps
  *   it, which no other thread can reach at that moment (it is not yet
@@ -43,6 +47,7 @@
 #endif
 
 _Atomic(uint8_t) mm_xslot_table[MM_SLOT_TABLE_SIZE];
+_Atomic(uintptr_t) mm_xslot_base[MM_SLOT_TABLE_SIZE];
 
 /* Set the entries of every slot [base, base + size) touches (base is slot
  * aligned; size need not be). */
@@ -193,6 +198,7 @@ slot_t *region_slot_new(uint32_t heap, extent_t **free_out) {
   e->node.start = (uintptr_t)base + MM_SLOT_META_SIZE;
   e->node.ndatablocks = region_slot_data_datablocks();
   region_map_ends(e);
+  atomic_store_release(&mm_xslot_base[(uintptr_t)base >> MM_SLOT_SHIFT], (uintptr_t)base);
   slot_table_set((uintptr_t)base, MM_SLOT_SIZE, MM_SLOT_HEAP, MM_SLOT_HEAP);
   *free_out = e;
   return slot;
@@ -220,6 +226,7 @@ void region_slot_release(slot_t *slot) {
   uintptr_t base = (uintptr_t)slot;
   uintptr_t size = slot->size;
   slot_table_set(base, size, 0, 0);
+  atomic_store_release(&mm_xslot_base[base >> MM_SLOT_SHIFT], 0);
 #if MM_VALGRIND
   VALGRIND_ENABLE_ADDR_ERROR_REPORTING_IN_RANGE(slot, MM_SLOT_META_SIZE);
 #endif

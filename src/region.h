@@ -201,6 +201,7 @@ MM_INLINE void extent_list_remove(extent_list_t *q, extent_t *e) {
 /* ---- address arithmetic (any thread, no lock) ---------------------------------- */
 
 extern _Atomic(uint8_t) mm_xslot_table[MM_SLOT_TABLE_SIZE];
+extern _Atomic(uintptr_t) mm_xslot_base[MM_SLOT_TABLE_SIZE];
 
 MM_INLINE slot_t *slot_of_address(uintptr_t a) {
   return (slot_t *)(a & ~(MM_SLOT_SIZE - 1));
@@ -233,6 +234,14 @@ MM_INLINE unsigned slot_table_entry(uintptr_t a) {
   uintptr_t i = a >> MM_SLOT_SHIFT;
   if (unlikely(i >= MM_SLOT_TABLE_SIZE)) return MM_SLOT_NONE;
   return atomic_load_relaxed(&mm_xslot_table[i]);
+}
+/* The base of the heap slot holding a, or 0: the free fast path's test and
+ * lookup in one load.  The index is masked, not bounds-checked: an address
+ * at or above 2^MM_ADDRESS_BITS reads the entry of the slot it aliases, and
+ * the caller must then reject it by its offset from the page found there
+ * (the fast path's carved test compares the full 64-bit offset). */
+MM_INLINE uintptr_t slot_heap_base(uintptr_t a) {
+  return atomic_load_relaxed(&mm_xslot_base[(a >> MM_SLOT_SHIFT) & (MM_SLOT_TABLE_SIZE - 1)]);
 }
 /* The extent the extent map names for address a of a slot (the slot
  * header's zero prefix when it names none).  Exact for pages; see region.c. */

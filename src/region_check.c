@@ -7,7 +7,8 @@
  * descriptors (kind, flags, the extent), which the lock guards.
  *
  * What it checks (region.h states it as the invariants of region.c):
- *   every table entry of a heap slot says MM_SLOT_HEAP;
+ *   every table entry of a heap slot says MM_SLOT_HEAP, and its base entry
+ *   names the slot; a huge mapping's base entries are 0;
  *   the header's zero prefix is zero, its size and commit mark are in range;
  *   desc_used == desc_top - |desc_free|, and the free list holds only
  *   UNUSED descriptors of this slot;
@@ -56,6 +57,8 @@ static bool table_is_valid(const slot_t *slot, uintptr_t size, unsigned head, un
     if (slot_table_entry(base + off) != want &&
         !(off >= MM_SLOT_SIZE && slot_table_entry(base + off) == MM_SLOT_HUGE_AT))
       return fail(why, why_size, slot, "slot table entry disagrees with the slot", base + off);
+    if (slot_heap_base(base + off) != (head == MM_SLOT_HEAP ? base + off : 0))
+      return fail(why, why_size, slot, "slot base entry disagrees with the slot", base + off);
   }
   return true;
 }

@@ -237,8 +237,9 @@ MM_FAST_PATH void *thread_heap_malloc_fast(size_t size) {
 
 MM_FAST_PATH void thread_heap_free_fast(void *p, const char *call) {
   uintptr_t a = (uintptr_t)p;
-  if (likely(slot_table_entry(a) == MM_SLOT_HEAP)) {
-    extent_t *page = slot_extent_of(slot_of_address(a), a);
+  uintptr_t slot = slot_heap_base(a);
+  if (likely(slot != 0)) {
+    extent_t *page = slot_extent_of((slot_t *)slot, a);
     if (likely(atomic_load_relaxed(&page->xowner_tid) == mm_thread_id())) {
       /* a carved block boundary of this page, not already free */
       uint64_t off = a - page->page_start;

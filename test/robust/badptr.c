@@ -8,7 +8,8 @@
  * "double free" for one already freed, and 0xHEX is the pointer passed
  * (printf %p).  Pointers: the stack, static data, an unmapped address,
  * memory mapped by the program, interior pointers of small, large (above
- * 32 KiB) and huge (>= 32 MiB) blocks; double frees right after the first
+ * 32 KiB) and huge (>= 32 MiB) blocks, a small block's address plus 2^48
+ * or with bit 63 set; double frees right after the first
  * free and after other traffic, and from another thread.
  *
  * usage: robust_badptr            run every case, each in a child
@@ -58,11 +59,11 @@ static void do_call(call_t call, void *p) {
 typedef enum {
   P_STACK, P_STATIC, P_UNMAPPED, P_MAPPED, P_SMALL_PLUS_8, P_SMALL_PLUS_16, P_SMALL_PLUS_1,
   P_LARGE_PLUS_16, P_LARGE_PLUS_PAGE, P_LARGE_PLUS_64K, P_HUGE_PLUS_16, P_HUGE_PLUS_PAGE,
-  P_HUGE_PLUS_MIB, P_KINDS
+  P_HUGE_PLUS_MIB, P_SMALL_ALIAS_48, P_SMALL_ALIAS_63, P_KINDS
 } ptr_kind_t;
 static const char *kind_names[] = {"stack", "static", "unmapped", "mapped", "small+8", "small+16",
                                    "small+1", "large+16", "large+4096", "large+64K", "huge+16",
-                                   "huge+4096", "huge+1M"};
+                                   "huge+4096", "huge+1M", "small+2^48", "small+2^63"};
 static char static_data[64];
 
 static void *bad_pointer_of(ptr_kind_t k, char *stack) {
@@ -83,6 +84,11 @@ static void *bad_pointer_of(ptr_kind_t k, char *stack) {
   case P_HUGE_PLUS_16: p = malloc(40 * MiB); return p + 16;
   case P_HUGE_PLUS_PAGE: p = malloc(40 * MiB); return p + 4096;
   case P_HUGE_PLUS_MIB: p = malloc(40 * MiB); return p + MiB;
+  /* a live block's address with a high bit set: beyond the address space,
+   * yet its slot-table index, masked, names the block's own slot (the free
+   * fast path must still refuse it) */
+  case P_SMALL_ALIAS_48: p = malloc(64); return (void *)((uintptr_t)p + ((uintptr_t)1 << 48));
+  case P_SMALL_ALIAS_63: p = malloc(64); return (void *)((uintptr_t)p | ((uintptr_t)1 << 63));
   default: return NULL;
   }
 }

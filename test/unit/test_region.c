@@ -394,6 +394,15 @@ static void test_extent_map(slot_t *slot, extent_t *f) {
            { atomic_store_relaxed(entry, MM_SLOT_HEAP); }, "slot table entry disagrees");
   NEGATIVE("table entry HUGE", slot_valid(slot), { atomic_store_relaxed(entry, MM_SLOT_HUGE); },
            { atomic_store_relaxed(entry, MM_SLOT_HEAP); }, "slot table entry disagrees");
+  _Atomic(uintptr_t) *base_entry = &mm_xslot_base[base >> MM_SLOT_SHIFT];
+  CHECK("base entry names the slot", slot_heap_base(base + 12345) == base);
+  NEGATIVE("base entry 0", slot_valid(slot), { atomic_store_relaxed(base_entry, 0); },
+           { atomic_store_relaxed(base_entry, base); }, "slot base entry disagrees");
+  NEGATIVE("base entry of another slot", slot_valid(slot),
+           { atomic_store_relaxed(base_entry, base + MM_SLOT_SIZE); },
+           { atomic_store_relaxed(base_entry, base); }, "slot base entry disagrees");
+  CHECK("an address 2^48 above aliases the slot's base entry (masked, not bounded)",
+        slot_heap_base(base + ((uintptr_t)1 << MM_ADDRESS_BITS)) == base);
   /* no descriptor is free here (desc_used == desc_top): one more is out of range */
   NEGATIVE("desc_used one too many", slot_valid(slot), { slot->desc_used++; }, { slot->desc_used--; },
            "descriptor counts out of range");
@@ -644,6 +653,12 @@ static void test_huge(uint32_t heap) {
            { atomic_store_relaxed(&mm_xslot_table[(base >> MM_SLOT_SHIFT) + 1], MM_SLOT_NONE); },
            { atomic_store_relaxed(&mm_xslot_table[(base >> MM_SLOT_SHIFT) + 1], MM_SLOT_HUGE_TAIL); },
            "slot table entry disagrees");
+  CHECK("huge: no base entry (the free fast path passes it by)", slot_heap_base(base) == 0 &&
+                                                                   slot_heap_base(start) == 0);
+  NEGATIVE("huge: a base entry set", huge_valid(e),
+           { atomic_store_relaxed(&mm_xslot_base[base >> MM_SLOT_SHIFT], base); },
+           { atomic_store_relaxed(&mm_xslot_base[base >> MM_SLOT_SHIFT], 0); },
+           "slot base entry disagrees");
   NEGATIVE("huge: block past its commit mark", huge_valid(e), { slot->committed -= DB; },
            { slot->committed += DB; }, "past its mapping or its commit mark");
   NEGATIVE("huge: kind FREE", huge_valid(e), { e->kind = MM_EXTENT_FREE; }, { e->kind = MM_EXTENT_LARGE; },
@@ -806,6 +821,7 @@ int main(int argc, char **argv) {
   uintptr_t bb = (uintptr_t)b;
   region_slot_release(b);
   CHECK("release: table entry cleared", table_at(bb) == MM_SLOT_NONE);
+  CHECK("release: base entry cleared", slot_heap_base(bb) == 0);
   CHECK("release: the slot is unmapped", unmapped(bb) && unmapped(bb + MM_SLOT_SIZE - 1));
   CHECK("release: the other slot stays", table_at((uintptr_t)a) == MM_SLOT_HEAP);
 
