@@ -20,6 +20,7 @@ Prints a 'N passed, N failed' line; exit status 0 when all pass.
 import argparse
 import csv
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -32,6 +33,8 @@ sys.path.insert(0, BENCH)
 
 import run as harness  # noqa: E402
 import report  # noqa: E402
+import allocators  # noqa: E402
+import callgrind  # noqa: E402
 from smoke import Checks, second_allocator  # noqa: E402
 
 
@@ -120,6 +123,8 @@ def main():
         if shutil.which("valgrind"):
             c.check("fast-path table measured", os.path.exists(os.path.join(out, "fastpath.csv"))
                     and "| glibc | " in md.split("## Fast path")[1].split("##")[0])
+        if shutil.which("valgrind") and shutil.which("objdump"):
+            breakdown_listing(c, a.build_dir)
         scaling_and_real(c, a.build_dir)
         t = harness.run_child(["sleep", "5"], dict(os.environ), 0.5)
         c.check("a run over its timeout is killed and recorded as timeout",
@@ -134,6 +139,33 @@ def main():
             shutil.rmtree(out, ignore_errors=True)
     print("%d passed, %d failed" % (c.passed, c.failed))
     return 1 if c.failed else 0
+
+
+def breakdown_listing(c, build_dir):
+    """fastpath_breakdown.py on this tree's mmalloc: malloc and free listed,
+    free starting with the slot base table, their sum a little below the
+    callgrind pair count (which includes the bench loop); a missing library
+    is one line and exit 2."""
+    tool = os.path.join(BENCH, "fastpath_breakdown.py")
+    lib = os.path.join(build_dir, "libmmalloc.so")
+    r = subprocess.run([sys.executable, tool, "--build-dir", build_dir, "--alloc", "mm=" + lib,
+                        "--batches", "200"], capture_output=True, text=True, timeout=600)
+    c.check("fastpath_breakdown.py exits 0", r.returncode == 0, r.stderr[-300:])
+    m = re.search(r"mm: ([0-9.]+) instructions per pair in malloc and free", r.stdout)
+    c.check("fastpath_breakdown.py gives the malloc+free sum", m is not None, r.stdout[-300:])
+    c.check("free's listing reads the slot base table", "<mm_xslot_base>" in r.stdout,
+            r.stdout[-500:])
+    if m:
+        pair = callgrind.measure(os.path.join(build_dir, "bench", "fastpath"),
+                                 allocators.Allocator("mm", lib), [64], 200)[64]
+        c.check("the listing's sum is the pair count less the bench loop (0 to 20 fewer)",
+                isinstance(pair, float) and 0 <= pair - float(m.group(1)) <= 20,
+                "%s vs %s" % (m.group(1), pair))
+    r = subprocess.run([sys.executable, tool, "--alloc", "x=/nonexistent.so"],
+                       capture_output=True, text=True, timeout=60)
+    c.check("fastpath_breakdown.py: a missing library is one line, exit 2",
+            r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "/nonexistent.so" in r.stderr,
+            r.stderr[-300:])
 
 
 def scaling_and_real(c, build_dir):
