@@ -12,7 +12,8 @@
 #    program with `pkg-config --cflags --libs mmalloc` and with
 #    find_package(mmalloc) in CMake (the shared and the static target), runs
 #    all four, and runs
-#    `mmrun python3 -c ...`, which must have mmalloc loaded; removes and
+#    `mmrun python3 -c ...`, which must have mmalloc loaded, and mmtrace
+#    (record, info and report of `ls /`, and its man page); removes and
 #    purges them and checks that nothing of them is left; all of step 3
 #    twice in a row.
 #
@@ -33,7 +34,7 @@ skip() { echo "test-debian: SKIPPED: $1"; exit 0; }
 for t in dpkg-buildpackage dh lintian cmake pkg-config c++ python3 git; do
   command -v $t >/dev/null 2>&1 || skip "no $t (tools/install-deps.sh installs it)"
 done
-for p in libmmalloc0 libmmalloc-dev mmalloc-tools; do
+for p in libmmalloc0 libmmalloc-dev mmalloc-tools mmtrace; do
   if dpkg -s $p >/dev/null 2>&1; then skip "$p is installed on this machine already (not touched)"; fi
 done
 
@@ -53,9 +54,10 @@ else
   echo "FAIL dpkg-buildpackage"
   exit 1
 fi
-debs=$(ls "$work"/libmmalloc0_*.deb "$work"/libmmalloc-dev_*.deb "$work"/mmalloc-tools_*.deb 2>/dev/null)
-[ $(echo "$debs" | wc -w) -eq 3 ] && ok "three packages: libmmalloc0, libmmalloc-dev, mmalloc-tools" ||
-  bad "three packages (got: $debs)"
+debs=$(ls "$work"/libmmalloc0_*.deb "$work"/libmmalloc-dev_*.deb "$work"/mmalloc-tools_*.deb \
+          "$work"/mmtrace_*.deb 2>/dev/null)
+[ $(echo "$debs" | wc -w) -eq 4 ] && ok "four packages: libmmalloc0, libmmalloc-dev, mmalloc-tools, mmtrace" ||
+  bad "four packages (got: $debs)"
 
 # ---- 2. lintian ----------------------------------------------------------------
 lintian --allow-root --show-overrides --fail-on none "$work"/mmalloc_*.changes > "$work/lintian.log" 2>&1
@@ -128,7 +130,7 @@ EOF
 
 for round in 1 2; do
   if dpkg -i $debs > "$work/install$round.log" 2>&1; then
-    ok "round $round: dpkg -i installs the three packages"
+    ok "round $round: dpkg -i installs the four packages"
   else
     cat "$work/install$round.log"
     bad "round $round: dpkg -i"
@@ -160,14 +162,28 @@ for round in 1 2; do
   out=$(mmrun python3 -c 'import sys; m = open("/proc/self/maps").read(); x = [bytes(1000) for i in range(10000)]; print("mmrun python3: libmmalloc loaded" if "libmmalloc.so" in m else "NOT LOADED"); sys.exit(0 if "libmmalloc.so" in m else 1)' 2>&1)
   [ $? -eq 0 ] && ok "round $round: $out" || bad "round $round: mmrun python3 ($out)"
   man -w mmrun >/dev/null 2>&1 && ok "round $round: man mmrun finds the page" || bad "round $round: man page"
-  if dpkg -P mmalloc-tools libmmalloc-dev libmmalloc0 > "$work/remove$round.log" 2>&1; then
+  # mmtrace as installed: the recorder found beside the command, the report script in /usr/share
+  rm -rf "$work/user/ls.mmtrace" "$work/user/ls-report"
+  if mmtrace record -o "$work/user/ls.mmtrace" -- ls / > /dev/null 2> "$work/mmtrace$round.log" &&
+     mmtrace info "$work/user/ls.mmtrace" > "$work/user/ls.info" 2>> "$work/mmtrace$round.log" &&
+     grep -Eq '^ +malloc +[1-9]' "$work/user/ls.info" &&
+     mmtrace report "$work/user/ls.mmtrace" -o "$work/user/ls-report" >> "$work/mmtrace$round.log" 2>&1 &&
+     grep -q '^# Allocation pattern of' "$work/user/ls-report/report.md"; then
+    ok "round $round: mmtrace record, info and report on ls ($(grep -E '^ +malloc ' "$work/user/ls.info" | tr -s ' '))"
+  else
+    cat "$work/mmtrace$round.log"
+    bad "round $round: mmtrace record, info and report"
+  fi
+  man -w mmtrace >/dev/null 2>&1 && ok "round $round: man mmtrace finds the page" || bad "round $round: man mmtrace"
+  if dpkg -P mmtrace mmalloc-tools libmmalloc-dev libmmalloc0 > "$work/remove$round.log" 2>&1; then
     ok "round $round: dpkg -P removes and purges them"
   else
     cat "$work/remove$round.log"
     bad "round $round: dpkg -P"
   fi
   left=$(ls /usr/include/mmalloc.h /usr/lib/*/libmmalloc* /usr/lib/*/pkgconfig/mmalloc.pc \
-           /usr/lib/*/cmake/mmalloc /usr/bin/mmrun 2>/dev/null)
+           /usr/lib/*/cmake/mmalloc /usr/bin/mmrun /usr/bin/mmtrace /usr/lib/*/mmtrace \
+           /usr/share/mmalloc 2>/dev/null)
   [ -z "$left" ] && ok "round $round: nothing of them is left" || bad "round $round: left behind: $left"
 done
 
