@@ -106,8 +106,7 @@ void thread_heap_process_init(void) {
 static _Atomic(uint64_t) xthread_inits;
 
 /* Bind the calling thread to the local heap of its CPU (threads on
- * neighbouring CPUs share one when there are fewer heaps than CPUs), or to
- * the nearest heap with fewer live threads (thread_heap_least_bound).
+ * neighbouring CPUs share one when there are fewer heaps than CPUs).
  *
  * A thread that is not the process's first gives the CPU up once before it
  * takes any page.  Threads are often started by a thread that is about to
@@ -122,7 +121,7 @@ MM_NOINLINE thread_heap_t *thread_heap_init_current(void) {
   if (atomic_fetch_add_relaxed(&xthread_inits, 1) != 0) os_yield();
   unsigned cpu = (unsigned)os_current_cpu() % (unsigned)cpu_count;
   unsigned idx = (unsigned)((uint64_t)cpu * mm_nheaps / (unsigned)cpu_count);
-  local_heap_t *lh = &mm_heaps[thread_heap_least_bound(idx % mm_nheaps)];
+  local_heap_t *lh = &mm_heaps[idx % mm_nheaps];
   thread_heap_t *th = thread_heap_create(lh);
   if (!th) return NULL;
   thread_heap_lock(th); /* a taker may still be at its previous thread's inbox */

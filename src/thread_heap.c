@@ -14,8 +14,7 @@
  * the lowest rank, MM_RANK_REGISTRY: it is taken with no other lock held,
  * or by try-lock (the dead-inbox sweep runs under the sweeper's own lock).
  * Invariants: a heap is on `all` of exactly one registry for ever; it is on
- * `dead` iff its state is MM_THREAD_DEAD; xdead == |dead|; xlive == the
- * number of MM_THREAD_LIVE heaps on `all` (thread_heap_counts checks both).
+ * `dead` iff its state is MM_THREAD_DEAD; xdead == |dead|.
  *
  * Page hand-overs with the local heap.  "No owner" and "on the abandoned
  * list" change together, under the home local heap's lock: a new page is
@@ -52,7 +51,6 @@ typedef struct registry_s {
   thread_heap_t *all;  /* every heap bound to this local heap */
   thread_heap_t *dead; /* the dead ones, ready for reuse */
   _Atomic(uint32_t) xdead;
-  _Atomic(uint32_t) xlive; /* written under lock, read by any thread (binding) */
 } registry_t;
 
 static registry_t registries[MM_MAX_HEAPS];
@@ -84,7 +82,6 @@ thread_heap_t *thread_heap_create(local_heap_t *local) {
   }
   th->local = local; /* a LIVE heap always names its local heap (fork) */
   th->state = MM_THREAD_LIVE;
-  atomic_store_relaxed(&r->xlive, atomic_load_relaxed(&r->xlive) + 1);
   mutex_unlock(&r->lock);
   return th;
 }
@@ -107,23 +104,6 @@ void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local) {
 
 /* th's thread is gone and th holds no page: ready for reuse.  No lock of
  * th held (the registry ranks lower). */
-/* The local heap a new thread binds to: `near` (its CPU's) unless another
- * has fewer live threads, then the first such from `near` on (neighbouring
- * CPUs first).  Threads started together often first run on a few CPUs
- * (the starter busy, the scheduler not yet balanced): binding by CPU alone
- * put both threads of a 2-thread run on one heap in 3 of 5 runs on the
- * 2-core VM, where they meet at its lock on every page hand-over.  The
- * counts are read without the locks: two threads starting at once may
- * both take the same heap, which only costs balance. */
-uint32_t thread_heap_least_bound(uint32_t near) {
-  uint32_t best = near, least = atomic_load_relaxed(&registries[near].xlive);
-  for (uint32_t i = 1; i < mm_nheaps && least > 0; i++) {
-    uint32_t k = (near + i) % mm_nheaps, n = atomic_load_relaxed(&registries[k].xlive);
-    if (n < least) best = k, least = n;
-  }
-  return best;
-}
-
 void thread_heap_mark_dead(thread_heap_t *th) {
   registry_t *r = &registries[th->local->index];
   mutex_lock(&r->lock);
@@ -132,7 +112,6 @@ void thread_heap_mark_dead(thread_heap_t *th) {
   th->next_dead = r->dead;
   r->dead = th;
   atomic_store_relaxed(&r->xdead, atomic_load_relaxed(&r->xdead) + 1);
-  atomic_store_relaxed(&r->xlive, atomic_load_relaxed(&r->xlive) - 1);
   mutex_unlock(&r->lock);
 }
 
@@ -145,8 +124,6 @@ void thread_heap_counts(uint32_t heap, uint64_t *live, uint64_t *dead) {
     if (th->state == MM_THREAD_LIVE) ++*live;
     else ++*dead;
   }
-  mm_assert_internal(*live == atomic_load_relaxed(&r->xlive) &&
-                     *dead == atomic_load_relaxed(&r->xdead));
   mutex_unlock(&r->lock);
 }
 
