@@ -24,7 +24,7 @@
  *   a slot table entry is written (release) after its slot header, extent
  *   map and free extent exist, and cleared before the slot is unmapped;
  *   mm_xslot_base[i] != 0 iff mm_xslot_table[i] == MM_SLOT_HEAP, and then
- *   it is slot i's base (set and cleared beside the type entry);
+ *   it is slot i's base (slot_table_set writes both);
  *   a heap slot's entries are written under the owning heap's lock; a huge
  *   mapping's entries by the one thread that creates, resizes or unmaps
  *   it, which no other thread can reach at that moment (it is not yet
@@ -50,13 +50,19 @@ _Atomic(uint8_t) mm_xslot_table[MM_SLOT_TABLE_SIZE];
 _Atomic(uintptr_t) mm_xslot_base[MM_SLOT_TABLE_SIZE];
 
 /* Set the entries of every slot [base, base + size) touches (base is slot
- * aligned; size need not be). */
+ * aligned; size need not be), the base table's with them: a heap slot's
+ * base is written before its type (the fast path reads only the base),
+ * and every other type clears it. */
 static void slot_table_set(uintptr_t base, uintptr_t size, uint8_t head,
                            uint8_t tail) {
   size_t i = base >> MM_SLOT_SHIFT;
   size_t n = (size + MM_SLOT_SIZE - 1) >> MM_SLOT_SHIFT;
-  for (size_t k = n; k-- > 0;) /* head last: readers start from it */
-    atomic_store_release(&mm_xslot_table[i + k], k ? tail : head);
+  for (size_t k = n; k-- > 0;) { /* head last: readers start from it */
+    uint8_t type = k ? tail : head;
+    if (type == MM_SLOT_HEAP) atomic_store_release(&mm_xslot_base[i + k], base + (k << MM_SLOT_SHIFT));
+    atomic_store_release(&mm_xslot_table[i + k], type);
+    if (type != MM_SLOT_HEAP) atomic_store_release(&mm_xslot_base[i + k], 0);
+  }
 }
 
 /* ---- descriptors ---------------------------------------------------------- */
@@ -198,7 +204,6 @@ slot_t *region_slot_new(uint32_t heap, extent_t **free_out) {
   e->node.start = (uintptr_t)base + MM_SLOT_META_SIZE;
   e->node.ndatablocks = region_slot_data_datablocks();
   region_map_ends(e);
-  atomic_store_release(&mm_xslot_base[(uintptr_t)base >> MM_SLOT_SHIFT], (uintptr_t)base);
   slot_table_set((uintptr_t)base, MM_SLOT_SIZE, MM_SLOT_HEAP, MM_SLOT_HEAP);
   *free_out = e;
   return slot;
@@ -226,7 +231,6 @@ void region_slot_release(slot_t *slot) {
   uintptr_t base = (uintptr_t)slot;
   uintptr_t size = slot->size;
   slot_table_set(base, size, 0, 0);
-  atomic_store_release(&mm_xslot_base[base >> MM_SLOT_SHIFT], 0);
 #if MM_VALGRIND
   VALGRIND_ENABLE_ADDR_ERROR_REPORTING_IN_RANGE(slot, MM_SLOT_META_SIZE);
 #endif
