@@ -44,14 +44,22 @@ def _objects(path):
     return objs
 
 
-def _run(binary, alloc, size, batches, out, timeout):
+def _run(binary, alloc, size, batches, out, timeout, options=()):
     env = alloc.env(os.environ)
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
-           binary, "size=%d" % size, "batches=%d" % batches]
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + list(options) + [
+        binary, "size=%d" % size, "batches=%d" % batches]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
         raise RuntimeError("valgrind exit %d: %s" % (r.returncode, r.stderr.strip()[-200:]))
     return _total(out)
+
+
+def check_loaded(alloc, out):
+    """Raises RuntimeError unless the callgrind output names the preloaded library."""
+    if alloc.path:
+        want = os.path.basename(os.path.realpath(alloc.path)).split(".so")[0]
+        if not any(o.startswith(want) for o in _objects(out)):
+            raise RuntimeError("%s not among the executed objects" % want)
 
 
 def measure(binary, alloc, sizes, batches, timeout=600):
@@ -64,10 +72,7 @@ def measure(binary, alloc, sizes, batches, timeout=600):
                 full = os.path.join(tmp, "full.out")
                 ir0 = _run(binary, alloc, size, 0, base, timeout)
                 ir1 = _run(binary, alloc, size, batches, full, timeout)
-                if alloc.path:
-                    want = os.path.basename(os.path.realpath(alloc.path)).split(".so")[0]
-                    if not any(o.startswith(want) for o in _objects(full)):
-                        raise RuntimeError("%s not among the executed objects" % want)
+                check_loaded(alloc, full)
                 result[size] = (ir1 - ir0) / (64.0 * batches)
             except (RuntimeError, ValueError, OSError, subprocess.SubprocessError) as e:
                 result[size] = "error: %s" % e

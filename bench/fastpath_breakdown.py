@@ -31,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import allocators  # noqa: E402
+import callgrind  # noqa: E402
 
 NAME_LINE = re.compile(r"^(fn|ob|fl|fi|fe|cfn|cob|cfi|cfl)=\((\d+)\)\s*(.*)$")
 COST_LINE = re.compile(r"^(0x[0-9a-f]+|[+-]\d+|\*)\s+\S+\s+(\d+)")
@@ -89,12 +90,11 @@ def breakdown(binary, alloc, size, batches, functions):
     pairs = 64.0 * batches
     with tempfile.TemporaryDirectory(prefix="mm-breakdown-") as tmp:
         out = os.path.join(tmp, "cg.out")
-        env = alloc.env(os.environ)
-        r = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes",
-                            "--callgrind-out-file=" + out, binary, "size=%d" % size,
-                            "batches=%d" % batches], env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise SystemExit("valgrind exit %d: %s" % (r.returncode, r.stderr.strip()[-300:]))
+        try:
+            callgrind._run(binary, alloc, size, batches, out, 600, ["--dump-instr=yes"])
+            callgrind.check_loaded(alloc, out)
+        except (RuntimeError, ValueError, OSError, subprocess.SubprocessError) as e:
+            raise SystemExit("fastpath_breakdown: %s: %s" % (alloc.name, e))
         counts = instruction_counts(out, functions)
     lib = os.path.realpath(alloc.path) if alloc.path else None
     ins = disassembly(lib) if lib else {}
