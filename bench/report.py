@@ -284,6 +284,21 @@ def summary_section(m, totals):
           "Geometric means are over the (workload, threads) cells in which the allocator "
           "finished; a failed cell is left out of its mean and counted in 'cells failed', so "
           "an allocator with failures looks better in the mean than it is.", ""]
+    counts = sorted({t for _, t in m.keys()})
+    if len(counts) > 1:
+        L += ["Time by thread count (geometric mean of the ratio to the best over the cells of "
+              "that count; fastest in):", "",
+              "| allocator | " + " | ".join("%d threads" % t for t in counts) + " |",
+              "|---|" + "---|" * len(counts)]
+        for a in m.allocs:
+            row = []
+            for t in counts:
+                keys = [(w, u) for w, u in m.keys() if u == t]
+                g = geomean([m.rt.get((w, u, a)) for w, u in keys])
+                wins = sum(1 for w, u in keys if m.rt.get((w, u, a)) == 1.0)
+                row.append("%.2f (%d of %d)" % (g, wins, len(keys)) if g else "–")
+            L.append("| %s | %s |" % (a, " | ".join(row)))
+        L.append("")
     return L
 
 

@@ -110,6 +110,10 @@ def main():
                     col = line.split("|")[1 + int(t)] if line else ""
                     c.check("report median of %s %s T=%s equals the CSV's" % (w, al, t),
                             col.strip().startswith(med + " "), "%r vs %s" % (col, med))
+        by_t = (md.split("Time by thread count")[1].split("\n\n")[1]
+                if "Time by thread count" in md else "")
+        c.check("the summary gives time by thread count, a column per count (1 and 2)",
+                "| 1 threads | 2 threads |" in by_t and "| glibc | " in by_t, by_t[:300])
         for needle in ("commit:", "cpu:", "kernel:", "glibc:", "compiler:", "allocators:"):
             c.check("environment.txt has %r" % needle, needle in env)
         try:
