@@ -144,6 +144,13 @@
  * release is caught (pool.c: the release quarantine). */
 #define MM_POOL_QUARANTINE_BYTES ((size_t)16 << 20)
 
+/* Empty pages a thread heap keeps (bytes of page blocks, at most), instead of
+ * sending each home to its local heap's page cache as soon as its last
+ * block is freed: a thread that fills and empties the same few pages over
+ * and over (a batch allocated, then freed) takes them back without its
+ * local heap's lock.  Pages kept idle for two heartbeats go home. */
+#define MM_THREAD_EMPTY_BYTES ((size_t)512 << 10)
+
 /* ---- local heap -----------------------------------------------------------
  * Free page blocks kept per local heap, by size, before they go back into the
  * tree (recycled without a tree operation). */

@@ -157,6 +157,7 @@ void thread_heap_abandon(thread_heap_t *th) {
       else thread_heap_abandon_page(page);
     }
   }
+  thread_heap_empty_release(th, true);
   extent_t *page;
   while ((page = th->full.first) != NULL) {
     extent_list_remove(&th->full, page);
@@ -200,6 +201,7 @@ void thread_heap_collect(void) {
         thread_heap_retire_page(page);
       }
     }
+    thread_heap_empty_release(th, true);
     thread_heap_check_all(th);
     thread_heap_unlock(th);
   }

@@ -369,7 +369,7 @@ void thread_heap_free_other(void *p, extent_t *page, const char *call) {
 /* ---- the heartbeat ------------------------------------------------------------------------ */
 
 /* Every MM_HEARTBEAT_MS of slow-path activity: hand over remote batches,
- * retire current pages that stayed empty, free what reached dead heaps of
+ * retire current and kept pages that stayed empty, free what reached dead heaps of
  * our local heap, and purge any local heap that is due. */
 MM_COLD void remote_heartbeat(thread_heap_t *th, uint32_t now) {
   mm_assert_internal(thread_heap_locked(th));
@@ -386,6 +386,7 @@ MM_COLD void remote_heartbeat(thread_heap_t *th, uint32_t now) {
       thread_heap_retire_page(page);
     }
   }
+  thread_heap_empty_release(th, false);
   remote_free_chain(th, remote_dead_take(th->local->index, true)); /* try: our lock is held */
   remote_flush_all(th);
   local_heap_purge_due(now, false, NULL);

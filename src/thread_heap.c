@@ -93,6 +93,8 @@ void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local) {
   for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++) th->direct[k] = &mm_page_empty;
   memset(th->queue, 0, sizeof(th->queue));
   memset(&th->full, 0, sizeof(th->full));
+  memset(&th->empty, 0, sizeof(th->empty));
+  th->empty_bytes = 0;
   memset(th->out, 0, sizeof(th->out));
   th->local = local;
   th->tid = mm_thread_id();
@@ -176,6 +178,11 @@ static void claim_page(extent_t *page, void *arg) {
   page_set_owner(page, c->th, c->th->tid);
 }
 
+/* Bytes of a page's block (64..512 KiB). */
+static uint32_t block_bytes(const extent_t *page) {
+  return (uint32_t)(page->node.ndatablocks << MM_DATABLOCK_SHIFT);
+}
+
 static extent_t *adopt_from(local_heap_t *h, unsigned cls, thread_heap_t *th) {
   if (!local_heap_has_abandoned(h, cls)) return NULL; /* rechecked under the lock */
   local_heap_lock(h);
@@ -205,6 +212,18 @@ extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
       if (page_refill(page)) return page;
       extent_list_push_front(&th->full, page);
       page_set_full(page, th->tid, true);
+    }
+  }
+  /* a page block of the size class c needs that this thread emptied and
+   * kept: no lock to take.  It starts again uncarved, as a page from the
+   * page cache does, so that its blocks are handed out in address order,
+   * not in the order they were freed (another thread's, for a producer). */
+  for (extent_t *page = th->empty.first; page; page = page->next) {
+    if (page->node.ndatablocks == mm_size_classes[c].ndatablocks) {
+      extent_list_remove(&th->empty, page);
+      th->empty_bytes -= block_bytes(page);
+      page_init(page, c);
+      return page;
     }
   }
   /* th's first page of class c keeps only its head resident (config.h) */
@@ -277,7 +296,32 @@ void thread_heap_page_empty(thread_heap_t *th, extent_t *page) {
   extent_list_t *q = &th->queue[page->size_class];
   if (q->first == page) return;
   extent_list_remove(q, page);
-  thread_heap_retire_page(page);
+  uint32_t bytes = block_bytes(page);
+  while (th->empty.last && th->empty_bytes + bytes > MM_THREAD_EMPTY_BYTES) {
+    extent_t *old = th->empty.last; /* the oldest goes home */
+    extent_list_remove(&th->empty, old);
+    th->empty_bytes -= block_bytes(old);
+    thread_heap_retire_page(old);
+  }
+  if (bytes > MM_THREAD_EMPTY_BYTES) {
+    thread_heap_retire_page(page);
+    return;
+  }
+  page->idle = 0;
+  extent_list_push_front(&th->empty, page);
+  th->empty_bytes += bytes;
+}
+
+void thread_heap_empty_release(thread_heap_t *th, bool all) {
+  mm_assert_internal(thread_heap_locked(th));
+  extent_t *next;
+  for (extent_t *page = th->empty.first; page; page = next) {
+    next = page->next;
+    if (!all && ++page->idle < 2) continue;
+    extent_list_remove(&th->empty, page);
+    th->empty_bytes -= block_bytes(page);
+    thread_heap_retire_page(page);
+  }
 }
 
 /* The same from the free fast path, which holds no lock: the owner reads
@@ -349,6 +393,8 @@ static bool heap_bad(char *why, size_t why_size, const thread_heap_t *th, const 
   return false;
 }
 
+/* q: th's list of class c pages (c == MM_CLASSES: of any class), tagged
+ * full or not. */
 static bool list_is_valid(thread_heap_t *th, const extent_list_t *q, unsigned c, bool full,
                           uint32_t pass, char *why, size_t why_size) {
   const extent_t *prev = NULL;
@@ -356,7 +402,8 @@ static bool list_is_valid(thread_heap_t *th, const extent_list_t *q, unsigned c,
     if (p->prev != prev) return heap_bad(why, why_size, th, "list links broken", c, p);
     if (p->mark == pass) return heap_bad(why, why_size, th, "page on two lists", c, p);
     p->mark = pass;
-    if (p->kind != MM_EXTENT_PAGE || (!full && p->size_class != c) || page_owner(p) != th)
+    if (p->kind != MM_EXTENT_PAGE || (!full && c < MM_CLASSES && p->size_class != c) ||
+        page_owner(p) != th)
       return heap_bad(why, why_size, th, "list holds a page that is not its own", c, p);
     if (page_is_taken(p)) return heap_bad(why, why_size, th, "page left taken over", c, p);
     if (!page_owner_is(p, th->tid, full))
@@ -383,5 +430,15 @@ bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size) {
                         th->direct[k]);
     if (!list_is_valid(th, q, c, false, pass, why, why_size)) return false;
   }
-  return list_is_valid(th, &th->full, 0, true, pass, why, why_size);
+  if (!list_is_valid(th, &th->full, 0, true, pass, why, why_size)) return false;
+  if (!list_is_valid(th, &th->empty, MM_CLASSES, false, pass, why, why_size)) return false;
+  size_t bytes = 0;
+  for (const extent_t *p = th->empty.first; p; p = p->next) {
+    if (p->used != 0)
+      return heap_bad(why, why_size, th, "page on the empty list has blocks in use", p->size_class, p);
+    bytes += block_bytes(p);
+  }
+  if (bytes != th->empty_bytes || bytes > MM_THREAD_EMPTY_BYTES)
+    return heap_bad(why, why_size, th, "empty_bytes does not sum the empty list", 0, NULL);
+  return true;
 }

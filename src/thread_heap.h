@@ -22,12 +22,14 @@
  *         holding the heap's lock (thread_heap_lock):
  *         thread_heap_beat (remote.h): take the inbox if lane 0 says so
  *           (remote_take_inbox); every MM_HEARTBEAT_MS remote_heartbeat:
- *           hand over batches, retire idle pages, free what reached dead
+ *           hand over batches, retire idle pages (current or kept
+ *           empty), free what reached dead
  *           heaps' inboxes (remote_dead_take), local_heap_purge_due
  *         n <= 32 KiB: alloc_class
  *             walk queue[c]: page_refill (local frees, then fresh blocks)
  *             or move to the full list; none left: thread_heap_new_page
- *             (adopt an abandoned page, or local_heap_take_page_block)
+ *             (adopt an abandoned page, take a page block of its size
+ *             off the empty list, or local_heap_take_page_block)
  *         else thread_heap_alloc_big: local_heap_alloc_large or
  *             local_heap_alloc_huge, after the lock is released
  *
@@ -36,8 +38,8 @@
  *       p in a heap slot, its page's tag is this thread's id, p at a carved
  *       block boundary and not already free: push on the page's local free
  *       list, used--
- *       used reached 0: thread_heap_page_empty_slow (retire the page
- *       unless it is its class's current one)
+ *       used reached 0: thread_heap_page_empty_slow (keep the page on
+ *       the heap's empty list, unless it is its class's current one)
  *     ├ thread_heap_free_other      (page's tag not ours) remote.c, noinline
  *     │   page of another live thread, p at a carved block boundary and
  *     │   not already free: batch_add to the batch for that thread;
@@ -55,11 +57,14 @@
  *
  * Pages of a thread heap.  A page it owns is on exactly one of its lists:
  * queue[c] (pages of class c that may have a free block; direct[] names
- * the first of each small class) or `full` (no free block: its tag has
+ * the first of each small class), `full` (no free block: its tag has
  * MM_OWNER_FULL, so the owner's free misses the fast path and puts it back
- * in its queue).  Pages come from the local heap (thread_heap_new_page,
+ * in its queue) or `empty` (no block in use, not its class's current
+ * page: kept, up to MM_THREAD_EMPTY_BYTES, for the next page this thread
+ * needs of a class with page blocks of its size).  Pages come from the local heap (thread_heap_new_page,
  * under that heap's lock for the hand-over), and go back to it empty
- * (thread_heap_retire_page: to the page cache) or, at thread exit or when
+ * (thread_heap_retire_page: to the page cache; from the empty list when it
+ * overflows, or when a page stayed there two heartbeats) or, at thread exit or when
  * an idle heap's full pages are taken over, with blocks in use
  * (thread_heap_abandon_page: to the abandoned list of their home heap,
  * where any thread adopts them).
@@ -107,7 +112,9 @@ typedef enum thread_heap_state_e {
  *   (always &mm_page_empty while the fast paths are off);
  *   every page in queue[c] has class c and is owned by this heap (page.h),
  *   tag without MM_OWNER_FULL; every page on `full` is owned by this heap
- *   with MM_OWNER_FULL; no page is on two lists; none is "taken";
+ *   with MM_OWNER_FULL; every page on `empty` is owned by this heap, tag
+ *   without MM_OWNER_FULL, with no block in use, and empty_bytes sums their
+ *   sizes; no page is on two lists; none is "taken";
  *   remote batches (out[]) hold count blocks in all, block i on lane
  *   i % MM_LANES, each a free block of some page (remote_is_valid). */
 typedef struct thread_heap_s {
@@ -115,6 +122,8 @@ typedef struct thread_heap_s {
   uintptr_t tid;                     /* the owner thread's id (mm_thread_id()) */
   extent_list_t queue[MM_CLASSES];
   extent_list_t full;
+  extent_list_t empty;  /* pages with no block in use, kept for reuse, newest first */
+  uint32_t empty_bytes; /* their page blocks' bytes, <= MM_THREAD_EMPTY_BYTES */
   _Atomic(block_t *) xinbox[MM_LANES]; /* any thread pushes chains; owner takes all */
   _Atomic(uint32_t) xactive_ms;        /* when the owner last ran a slow path */
   mm_spin_t lock;                      /* owner's slow paths; a taker of its full pages */
@@ -169,6 +178,9 @@ void thread_heap_retire_page(extent_t *page);
 void thread_heap_abandon_page(extent_t *page);
 int thread_heap_adopt_page(thread_heap_t *th, extent_t *page);
 void thread_heap_page_empty(thread_heap_t *th, extent_t *page);
+/* Every page on th's empty list (all: true), or those that stayed there two
+ * heartbeats, home to the page cache (th's lock held). */
+void thread_heap_empty_release(thread_heap_t *th, bool all);
 MM_SLOW_PATH void thread_heap_page_empty_slow(thread_heap_t *th, extent_t *page);
 bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size);
 /* the census: every page of a local heap by owner (thread_heap.c) */

@@ -421,6 +421,70 @@ static void test_scaling_counters(void) {
         }));
 }
 
+/* ---- the pages a thread empties ------------------------------------------------------ */
+
+/* The README's bound: a thread keeps up to 512 KiB of pages it emptied. */
+#define KEPT_MAX (512 * KiB)
+#define SMALL 64                     /* its pages are 64 KiB (1024 blocks) */
+#define ROUND_BLOCKS (3 * 1024 + 100) /* four pages a round */
+#define ROUNDS 50
+#define BIG_BLOCKS (64 * 1024)       /* 4 MiB: 64 pages */
+
+static double total(const char *field) {
+  char path[64];
+  snprintf(path, sizeof(path), "total.%s", field);
+  char *j = stats_json();
+  double v = json_num_or(j, path, -1);
+  mm_free(j);
+  return v;
+}
+
+typedef struct {
+  double locks_rounds;  /* local heap lock acquisitions in rounds 2..ROUNDS */
+  double back_big;      /* pages that went home when 4 MiB were freed */
+  double out_before_exit; /* pages_out - pages_back at the thread's end */
+} kept_t;
+
+static void *rounds_thread(void *arg) {
+  kept_t *k = arg;
+  static void *p[BIG_BLOCKS];
+  for (int i = 0; i < ROUND_BLOCKS; i++) p[i] = mm_malloc(SMALL);
+  for (int i = 0; i < ROUND_BLOCKS; i++) mm_free(p[i]);
+  double before = total("lock_acquisitions");
+  for (int r = 1; r < ROUNDS; r++) {
+    for (int i = 0; i < ROUND_BLOCKS; i++) p[i] = mm_malloc(SMALL);
+    for (int i = 0; i < ROUND_BLOCKS; i++) mm_free(p[i]);
+  }
+  k->locks_rounds = total("lock_acquisitions") - before;
+  for (int i = 0; i < BIG_BLOCKS; i++) p[i] = mm_malloc(SMALL);
+  double back = total("pages_back");
+  for (int i = 0; i < BIG_BLOCKS; i++) mm_free(p[i]);
+  k->back_big = total("pages_back") - back;
+  k->out_before_exit = total("pages_out") - total("pages_back");
+  return NULL;
+}
+
+/* A thread that allocates a batch and frees it, over and over, keeps the
+ * pages it empties and takes them back without its local heap's lock
+ * (before: two acquisitions per page per round); it keeps no more than
+ * 512 KiB of them (4 MiB freed: at least 64 - 8 pages, less the class's
+ * current one, go home at once); at exit the 8 it kept and its current one
+ * go home (the main thread may take or give back one page meanwhile: the
+ * statistics' own buffer). */
+static void test_kept_pages(void) {
+  kept_t k = {0};
+  pthread_t t;
+  REQUIRE("a thread", pthread_create(&t, NULL, rounds_thread, &k) == 0);
+  pthread_join(t, NULL);
+  double out1 = total("pages_out") - total("pages_back");
+  CHECK("rounds of a batch freed and allocated again take fewer than one lock a round",
+        k.locks_rounds >= 0 && k.locks_rounds < ROUNDS);
+  CHECK("a thread keeps at most 512 KiB of empty pages",
+        k.back_big >= (double)(BIG_BLOCKS * SMALL - KEPT_MAX) / (64 * KiB) - 1);
+  CHECK("at thread exit the pages it kept go home",
+        out1 >= 0 && k.out_before_exit - out1 >= KEPT_MAX / (64 * KiB));
+}
+
 int main(void) {
   test_json_checker();
   test_json();
@@ -430,5 +494,6 @@ int main(void) {
   test_collect();
   test_stats_consistent();
   test_scaling_counters();
+  test_kept_pages();
   return check_summary("api_stats");
 }
