@@ -214,17 +214,26 @@ extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
       page_set_full(page, th->tid, true);
     }
   }
-  /* a page block of the size class c needs that this thread emptied and
-   * kept: no lock to take.  It starts again uncarved, as a page from the
-   * page cache does, so that its blocks are handed out in address order,
-   * not in the order they were freed (another thread's, for a producer). */
+  /* a page this thread emptied and kept: no lock to take.  One of class c
+   * is taken as it is, its blocks handed out again in the order they were
+   * freed, last first, as from the class's current page: nothing to carve
+   * again, and in secure mode its blocks, filled when they were freed, are
+   * checked when handed out (a page formatted again would carve them
+   * afresh, unchecked).  Else a page block of the same size is formatted
+   * for class c. */
+  extent_t *same_size = NULL;
   for (extent_t *page = th->empty.first; page; page = page->next) {
-    if (page->node.ndatablocks == mm_size_classes[c].ndatablocks) {
-      extent_list_remove(&th->empty, page);
-      th->empty_bytes -= block_bytes(page);
-      page_init(page, c);
-      return page;
+    if (page->size_class == c || (!same_size && page->node.ndatablocks == mm_size_classes[c].ndatablocks)) {
+      same_size = page;
+      if (page->size_class == c) break;
     }
+  }
+  if (same_size) {
+    extent_t *page = same_size;
+    extent_list_remove(&th->empty, page);
+    th->empty_bytes -= block_bytes(page);
+    if (page->size_class != c) page_init(page, c);
+    return page;
   }
   /* th's first page of class c keeps only its head resident (config.h) */
   size_t keep = 0;

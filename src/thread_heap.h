@@ -28,8 +28,8 @@
  *         n <= 32 KiB: alloc_class
  *             walk queue[c]: page_refill (local frees, then fresh blocks)
  *             or move to the full list; none left: thread_heap_new_page
- *             (adopt an abandoned page, take a page block of its size
- *             off the empty list, or local_heap_take_page_block)
+ *             (adopt an abandoned page, take a kept page of its class
+ *             (or size) off the empty list, or local_heap_take_page_block)
  *         else thread_heap_alloc_big: local_heap_alloc_large or
  *             local_heap_alloc_huge, after the lock is released
  *
@@ -61,7 +61,7 @@
  * MM_OWNER_FULL, so the owner's free misses the fast path and puts it back
  * in its queue) or `empty` (no block in use, not its class's current
  * page: kept, up to MM_THREAD_EMPTY_BYTES, for the next page this thread
- * needs of a class with page blocks of its size).  Pages come from the local heap (thread_heap_new_page,
+ * needs of its class, or of a class with page blocks of its size).  Pages come from the local heap (thread_heap_new_page,
  * under that heap's lock for the hand-over), and go back to it empty
  * (thread_heap_retire_page: to the page cache; from the empty list when it
  * overflows, or when a page stayed there two heartbeats) or, at thread exit or when

@@ -52,6 +52,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -332,6 +333,34 @@ static void write_after_free(void) {
     if (!malloc(64)) _exit(SETUP + 1);
 }
 
+/* A write into a block freed into a page that its thread then emptied and
+ * kept for its next page (thread_heap.c): caught when the page is handed
+ * out again, as in any other page.  In a thread of its own, so that the
+ * 64-byte pages are its own: the first 1024 blocks fill its first page
+ * (64 KiB), five more pages follow, the first page's blocks are freed (it
+ * is not the class's current page: it is kept), then enough blocks are
+ * allocated to use up the current page and take the kept one back. */
+#define KEPT_BLOCKS 1024
+static void *write_after_free_kept_thread(void *arg) {
+  (void)arg;
+  static char *p[6 * KEPT_BLOCKS];
+  for (int i = 0; i < 5 * KEPT_BLOCKS + 100; i++)
+    if (!(p[i] = malloc(64))) _exit(SETUP);
+  char *alias = hide(p[KEPT_BLOCKS / 2]);
+  printf("%p\n", (void *)alias);
+  fflush(stdout);
+  for (int i = 0; i < KEPT_BLOCKS; i++) free(p[i]);
+  poke(alias + 40, (unsigned char)(peek(alias + 40) ^ 0x41));
+  for (int i = 0; i < 2 * KEPT_BLOCKS; i++)
+    if (!malloc(64)) _exit(SETUP + 1);
+  return NULL;
+}
+static void write_after_free_kept(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, write_after_free_kept_thread, NULL) != 0) _exit(SETUP);
+  pthread_join(t, NULL);
+}
+
 /* The same for an object of a pool: a write into a freed object's body,
  * canary or link is caught when the pool hands it out again; a forged
  * link is never followed. */
@@ -599,6 +628,11 @@ static void secure_checks(void) {
   show("write into a freed block's canary word", &o);
   CHECK("a write into a freed block's canary word is caught on reuse (one line, abort)",
         caught(&o));
+
+  o = run_child(write_after_free_kept);
+  show("write into a freed block of a page its thread emptied and kept", &o);
+  CHECK("a write into a freed block of a kept empty page is caught on reuse (one line, abort)",
+        caught(&o) && strstr(o.err, "written after") != NULL);
 
   fprintf(stderr, "trust_secure: write after free in a pool\n");
   static const int pool_offsets[] = {40, 8, 0, -1};
