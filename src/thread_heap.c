@@ -221,15 +221,16 @@ extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
    * checked when handed out (a page formatted again would carve them
    * afresh, unchecked).  Else a page block of the same size is formatted
    * for class c. */
-  extent_t *same_size = NULL;
+  extent_t *kept = NULL;
   for (extent_t *page = th->empty.first; page; page = page->next) {
-    if (page->size_class == c || (!same_size && page->node.ndatablocks == mm_size_classes[c].ndatablocks)) {
-      same_size = page;
-      if (page->size_class == c) break;
+    if (page->size_class == c) {
+      kept = page;
+      break;
     }
+    if (!kept && page->node.ndatablocks == mm_size_classes[c].ndatablocks) kept = page;
   }
-  if (same_size) {
-    extent_t *page = same_size;
+  if (kept) {
+    extent_t *page = kept;
     extent_list_remove(&th->empty, page);
     th->empty_bytes -= block_bytes(page);
     if (page->size_class != c) page_init(page, c);
