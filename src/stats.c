@@ -23,6 +23,7 @@ typedef struct heap_stats_s {
   uint64_t pages, pages_lost, pressure_purges;
   /* the memory picture (docs/statistics.md): live, resident, returned */
   uint64_t live, small_live, resident, free_resident, page_slack, metadata, returned;
+  uint64_t empty_pages; /* part of page_slack: pages of small objects, no block in use, owned */
   uint64_t huge_cached, huge_room;
   uint64_t lent; /* page blocks lent out whole: pools and raw page blocks */
   /* what decides scaling */
@@ -31,7 +32,7 @@ typedef struct heap_stats_s {
 } heap_stats_t;
 
 typedef struct page_walk_s {
-  uint64_t live, touched;
+  uint64_t live, touched, empty;
 } page_walk_t;
 
 /* A page of small objects: its live bytes (used is its owner's, read as it
@@ -45,6 +46,8 @@ static void page_visit(extent_t *page, void *arg) {
   carved = (carved + MM_DATABLOCK_SIZE - 1) & ~(uint64_t)(MM_DATABLOCK_SIZE - 1);
   w->live += (uint64_t)used * page->block_size;
   w->touched += carved < bytes ? carved : bytes;
+  /* a thread's empty page: its class's current one, or one it keeps */
+  if (used == 0 && page_owner(page)) w->empty += carved < bytes ? carved : bytes;
 }
 
 /* A slot's management area that can be resident: its header datablock, the
@@ -68,7 +71,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
     s->metadata += slot_metadata(slot);
   }
   s->metadata += h->meta_bytes;
-  page_walk_t pw = {0, 0};
+  page_walk_t pw = {0, 0, 0};
   local_heap_foreach_page_locked(h, page_visit, &pw);
   s->small_live = pw.live;
   s->huge_cached = (uint64_t)h->huge_cached_datablocks << MM_DATABLOCK_SHIFT;
@@ -119,6 +122,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->live = s->small_live + s->large_live + s->huge_live + s->lent;
   s->free_resident = free_resident + s->huge_cached + s->huge_room;
   s->page_slack = pw.touched > pw.live ? pw.touched - pw.live : 0;
+  s->empty_pages = pw.empty < s->page_slack ? pw.empty : s->page_slack;
   s->resident = pw.touched + s->large_live + s->huge_live + s->lent + s->free_resident +
                 s->metadata;
 }
@@ -155,6 +159,7 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       "\"pages_taken_over\":%lu,\"pages\":%lu,\"pages_lost\":%lu,\"pressure_purges\":%lu,"
       "\"live_bytes\":%lu,\"small_live_bytes\":%lu,\"resident_bytes\":%lu,"
       "\"overhead_bytes\":%lu,\"free_resident_bytes\":%lu,\"page_slack_bytes\":%lu,"
+      "\"empty_page_bytes\":%lu,"
       "\"metadata_bytes\":%lu,\"huge_cached_bytes\":%lu,\"huge_room_bytes\":%lu,"
       "\"returned_bytes\":%lu,\"lent_bytes\":%lu,\"lock_acquisitions\":%lu,\"lock_waits\":%lu,"
       "\"lock_try_failures\":%lu,\"remote_batches\":%lu,\"remote_cas_retries\":%lu,"
@@ -164,7 +169,8 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       s->huge_allocs, s->huge_live, s->realloc_in_place, s->realloc_remapped, s->purged, s->purges, s->pages_out,
       s->pages_back, s->threads_live, s->threads_dead, s->pages_taken_over, s->pages,
       s->pages_lost, s->pressure_purges, s->live, s->small_live, s->resident,
-      s->resident - s->live, s->free_resident, s->page_slack, s->metadata, s->huge_cached,
+      s->resident - s->live, s->free_resident, s->page_slack, s->empty_pages, s->metadata,
+      s->huge_cached,
       s->huge_room, s->returned, s->lent, s->lock_acquisitions, s->lock_waits, s->lock_try_failures,
       s->remote_batches, s->remote_retries, s->pages_abandoned, s->pages_adopted);
 }

@@ -443,6 +443,7 @@ typedef struct {
   double locks_rounds;  /* local heap lock acquisitions in rounds 2..ROUNDS */
   double back_big;      /* pages that went home when 4 MiB were freed */
   double out_before_exit; /* pages_out - pages_back at the thread's end */
+  double empty_before_exit; /* empty_page_bytes then */
 } kept_t;
 
 static void *rounds_thread(void *arg) {
@@ -461,6 +462,7 @@ static void *rounds_thread(void *arg) {
   for (int i = 0; i < BIG_BLOCKS; i++) mm_free(p[i]);
   k->back_big = total("pages_back") - back;
   k->out_before_exit = total("pages_out") - total("pages_back");
+  k->empty_before_exit = total("empty_page_bytes");
   return NULL;
 }
 
@@ -477,12 +479,18 @@ static void test_kept_pages(void) {
   REQUIRE("a thread", pthread_create(&t, NULL, rounds_thread, &k) == 0);
   pthread_join(t, NULL);
   double out1 = total("pages_out") - total("pages_back");
+  double empty1 = total("empty_page_bytes");
   CHECK("rounds of a batch freed and allocated again take fewer than one lock a round",
         k.locks_rounds >= 0 && k.locks_rounds < ROUNDS);
   CHECK("a thread keeps at most 512 KiB of empty pages",
         k.back_big >= (double)(BIG_BLOCKS * SMALL - KEPT_MAX) / (64 * KiB) - 1);
   CHECK("at thread exit the pages it kept go home",
         out1 >= 0 && k.out_before_exit - out1 >= KEPT_MAX / (64 * KiB));
+  CHECK("empty_page_bytes counts the 512 KiB a thread keeps, and its fall at exit",
+        k.empty_before_exit >= (double)KEPT_MAX && empty1 >= 0 &&
+            k.empty_before_exit - empty1 >= (double)KEPT_MAX);
+  CHECK("empty_page_bytes is part of page_slack_bytes",
+        total("empty_page_bytes") <= total("page_slack_bytes"));
 }
 
 int main(void) {
