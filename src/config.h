@@ -150,6 +150,10 @@
  * and over (a batch allocated, then freed) takes them back without its
  * local heap's lock.  Pages kept idle for two heartbeats go home. */
 #define MM_THREAD_EMPTY_BYTES ((size_t)512 << 10)
+/* ... and across all threads at most this much: each thread's share is it
+ * divided by the live threads, up to MM_THREAD_EMPTY_BYTES (512 KiB each up
+ * to 128 threads; 64 KiB each at 1024). */
+#define MM_THREAD_EMPTY_TOTAL ((size_t)64 << 20)
 
 /* ---- local heap -----------------------------------------------------------
  * Free page blocks kept per local heap, by size, before they go back into the

@@ -55,6 +55,10 @@ typedef struct registry_s {
 
 static registry_t registries[MM_MAX_HEAPS];
 
+/* Live thread heaps in the process (relaxed): the pages a thread may keep
+ * empty are MM_THREAD_EMPTY_TOTAL shared among them. */
+static _Atomic(uint32_t) xlive_heaps;
+
 void thread_heap_registry_init(uint32_t n) {
   for (uint32_t i = 0; i < n; i++) mutex_init(&registries[i].lock, "registry", MM_RANK_REGISTRY, i);
 }
@@ -82,6 +86,7 @@ thread_heap_t *thread_heap_create(local_heap_t *local) {
   }
   th->local = local; /* a LIVE heap always names its local heap (fork) */
   th->state = MM_THREAD_LIVE;
+  atomic_fetch_add_relaxed(&xlive_heaps, 1);
   mutex_unlock(&r->lock);
   return th;
 }
@@ -111,6 +116,7 @@ void thread_heap_mark_dead(thread_heap_t *th) {
   mutex_lock(&r->lock);
   mm_assert_internal(th->state == MM_THREAD_LIVE);
   th->state = MM_THREAD_DEAD;
+  atomic_fetch_sub_relaxed(&xlive_heaps, 1);
   th->next_dead = r->dead;
   r->dead = th;
   atomic_store_relaxed(&r->xdead, atomic_load_relaxed(&r->xdead) + 1);
@@ -233,6 +239,7 @@ extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
     extent_t *page = kept;
     extent_list_remove(&th->empty, page);
     th->empty_bytes -= block_bytes(page);
+    MM_CHECK(3, "kept page", page_is_valid(page, MM_WHY));
     if (page->size_class != c) page_init(page, c);
     return page;
   }
@@ -307,16 +314,20 @@ void thread_heap_page_empty(thread_heap_t *th, extent_t *page) {
   if (q->first == page) return;
   extent_list_remove(q, page);
   uint32_t bytes = block_bytes(page);
-  while (th->empty.last && th->empty_bytes + bytes > MM_THREAD_EMPTY_BYTES) {
+  uint32_t live = atomic_load_relaxed(&xlive_heaps);
+  size_t cap = live > MM_THREAD_EMPTY_TOTAL / MM_THREAD_EMPTY_BYTES ? MM_THREAD_EMPTY_TOTAL / live
+                                                                     : MM_THREAD_EMPTY_BYTES;
+  while (th->empty.last && th->empty_bytes + bytes > cap) {
     extent_t *old = th->empty.last; /* the oldest goes home */
     extent_list_remove(&th->empty, old);
     th->empty_bytes -= block_bytes(old);
     thread_heap_retire_page(old);
   }
-  if (bytes > MM_THREAD_EMPTY_BYTES) {
+  if (bytes > cap) {
     thread_heap_retire_page(page);
     return;
   }
+  MM_CHECK(3, "kept page", page_is_valid(page, MM_WHY));
   page->idle = 0;
   extent_list_push_front(&th->empty, page);
   th->empty_bytes += bytes;
@@ -404,9 +415,9 @@ static bool heap_bad(char *why, size_t why_size, const thread_heap_t *th, const 
 }
 
 /* q: th's list of class c pages (c == MM_CLASSES: of any class), tagged
- * full or not. */
+ * full or not; deep: each page's own invariants too (O(blocks)). */
 static bool list_is_valid(thread_heap_t *th, const extent_list_t *q, unsigned c, bool full,
-                          uint32_t pass, char *why, size_t why_size) {
+                          bool deep, uint32_t pass, char *why, size_t why_size) {
   const extent_t *prev = NULL;
   for (extent_t *p = q->first; p; prev = p, p = p->next) {
     if (p->prev != prev) return heap_bad(why, why_size, th, "list links broken", c, p);
@@ -419,7 +430,7 @@ static bool list_is_valid(thread_heap_t *th, const extent_list_t *q, unsigned c,
     if (!page_owner_is(p, th->tid, full))
       return heap_bad(why, why_size, th, full ? "page on the full list not tagged full"
                                                : "page in a queue tagged full or foreign", c, p);
-    if (!page_is_valid(p, why, why_size)) return false;
+    if (deep && !page_is_valid(p, why, why_size)) return false;
   }
   if (q->last != prev) return heap_bad(why, why_size, th, "list has a wrong tail", c, NULL);
   return true;
@@ -438,10 +449,12 @@ bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size) {
       if (mm_direct_class[k] == c && th->direct[k] != want)
         return heap_bad(why, why_size, th, "direct[] does not name the head of its queue", c,
                         th->direct[k]);
-    if (!list_is_valid(th, q, c, false, pass, why, why_size)) return false;
+    if (!list_is_valid(th, q, c, false, true, pass, why, why_size)) return false;
   }
-  if (!list_is_valid(th, &th->full, 0, true, pass, why, why_size)) return false;
-  if (!list_is_valid(th, &th->empty, MM_CLASSES, false, pass, why, why_size)) return false;
+  if (!list_is_valid(th, &th->full, 0, true, true, pass, why, why_size)) return false;
+  /* kept pages: no block of theirs can change while they are kept (none is
+   * out); their blocks are checked as they go on the list and come off it */
+  if (!list_is_valid(th, &th->empty, MM_CLASSES, false, false, pass, why, why_size)) return false;
   size_t bytes = 0;
   for (const extent_t *p = th->empty.first; p; p = p->next) {
     if (p->used != 0)

@@ -60,8 +60,9 @@
  * the first of each small class), `full` (no free block: its tag has
  * MM_OWNER_FULL, so the owner's free misses the fast path and puts it back
  * in its queue) or `empty` (no block in use, not its class's current
- * page: kept, up to MM_THREAD_EMPTY_BYTES, for the next page this thread
- * needs of its class, or of a class with page blocks of its size).  Pages come from the local heap (thread_heap_new_page,
+ * page: kept, up to MM_THREAD_EMPTY_BYTES (less when more than 128
+ * threads share MM_THREAD_EMPTY_TOTAL), for the next page this thread needs
+ * of its class, or of a class with page blocks of its size).  Pages come from the local heap (thread_heap_new_page,
  * under that heap's lock for the hand-over), and go back to it empty
  * (thread_heap_retire_page: to the page cache; from the empty list when it
  * overflows, or when a page stayed there two heartbeats) or, at thread exit or when

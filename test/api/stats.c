@@ -493,6 +493,56 @@ static void test_kept_pages(void) {
         total("empty_page_bytes") <= total("page_slack_bytes"));
 }
 
+/* Many threads share 64 MiB of kept pages (the README's bound): 160
+ * threads, all started (and holding a thread heap) before any frees, each
+ * fill nine 64 KiB pages and free them, then wait; each may keep 64 MiB /
+ * 161 (6 pages), not 512 KiB (8), so the empty pages they hold (kept, and
+ * each one's current page) stay under 64 MiB + 160 x 64 KiB, where they
+ * would be 90 MiB with 512 KiB each.  (The share is taken when a page is
+ * kept: a thread that kept pages while fewer threads ran trims its list at
+ * the next page it keeps, or when its pages stay idle two heartbeats.) */
+#define MANY 160
+static pthread_barrier_t many_started, many_freed, many_read;
+
+static void *many_thread(void *arg) {
+  (void)arg;
+  enum { N = 9 * 1024 };
+  mm_free(mm_malloc(SMALL)); /* a thread heap of its own before the others free */
+  pthread_barrier_wait(&many_started);
+  void **p = mm_malloc(N * sizeof(void *));
+  if (p) {
+    for (int i = 0; i < N; i++) p[i] = mm_malloc(SMALL);
+    for (int i = 0; i < N; i++) mm_free(p[i]);
+    mm_free(p);
+  }
+  pthread_barrier_wait(&many_freed);
+  pthread_barrier_wait(&many_read);
+  return NULL;
+}
+
+static void test_kept_pages_many(void) {
+  pthread_t t[MANY];
+  int started = 0;
+  REQUIRE("barriers", pthread_barrier_init(&many_started, NULL, MANY + 1) == 0 &&
+                          pthread_barrier_init(&many_freed, NULL, MANY + 1) == 0 &&
+                          pthread_barrier_init(&many_read, NULL, MANY + 1) == 0);
+  double before = total("empty_page_bytes");
+  for (; started < MANY; started++)
+    if (pthread_create(&t[started], NULL, many_thread, NULL) != 0) break;
+  REQUIRE("160 threads", started == MANY);
+  pthread_barrier_wait(&many_started);
+  pthread_barrier_wait(&many_freed);
+  double held = total("empty_page_bytes") - before;
+  pthread_barrier_wait(&many_read);
+  for (int i = 0; i < MANY; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&many_started);
+  pthread_barrier_destroy(&many_freed);
+  pthread_barrier_destroy(&many_read);
+  fprintf(stderr, "  160 threads hold %.1f MiB of empty pages\n", held / MiB);
+  CHECK("160 threads keep at most 64 MiB of empty pages in all (and their current pages)",
+        held > 0 && held <= (double)(64 * MiB + MANY * 64 * KiB));
+}
+
 int main(void) {
   test_json_checker();
   test_json();
@@ -503,5 +553,6 @@ int main(void) {
   test_stats_consistent();
   test_scaling_counters();
   test_kept_pages();
+  test_kept_pages_many();
   return check_summary("api_stats");
 }

@@ -216,12 +216,19 @@ int main(int argc, char **argv) {
     burst_alloc();
     peak = rss_bytes();
     burst_free();
+    /* The frees are calls, and their heartbeats purge what has been free
+     * for a purge delay: how much of the burst is left when they end
+     * depends on how long they took (seconds in an MM_DEBUG=3 build on a
+     * loaded machine).  What must hold is that nothing comes back after
+     * the last call: RSS then does not fall. */
+    size_t at_last_call = rss_bytes();
     double waited = idle_until_rss_below(limit, 1.0);
     size_t held = rss_bytes();
-    fprintf(stderr, "rss_return nothread: %zu MiB held after %.3f s without a call\n",
-            held >> 20, waited);
-    CHECK("without the thread and without a call, the burst stays resident",
-          held >= burst_bytes / 2);
+    fprintf(stderr, "rss_return nothread: %zu MiB resident at the last call, %zu MiB after %.3f s "
+            "without a call\n", at_last_call >> 20, held >> 20, waited);
+    CHECK("when the frees end, memory of the burst is still resident", at_last_call >= 2 * limit);
+    CHECK("without the thread and without a call, nothing comes back",
+          held + ((size_t)1 << 20) >= at_last_call);
     CHECK("no thread started", threads() == 1 && strcmp(purger_state(), "off") == 0);
     took = light_until_rss_below(limit, deadline);
   } else if (strcmp(mode, "threadfails") == 0) {
