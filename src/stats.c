@@ -44,10 +44,11 @@ static void page_visit(extent_t *page, void *arg) {
   uint64_t bytes = page->node.ndatablocks << MM_DATABLOCK_SHIFT;
   uint64_t carved = atomic_load_relaxed(&page->xlimit);
   carved = (carved + MM_DATABLOCK_SIZE - 1) & ~(uint64_t)(MM_DATABLOCK_SIZE - 1);
+  uint64_t touched = carved < bytes ? carved : bytes;
   w->live += (uint64_t)used * page->block_size;
-  w->touched += carved < bytes ? carved : bytes;
+  w->touched += touched;
   /* a thread's empty page: its class's current one, or one it keeps */
-  if (used == 0 && page_owner(page)) w->empty += carved < bytes ? carved : bytes;
+  if (used == 0 && page_owner(page)) w->empty += touched;
 }
 
 /* A slot's management area that can be resident: its header datablock, the
@@ -122,7 +123,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->live = s->small_live + s->large_live + s->huge_live + s->lent;
   s->free_resident = free_resident + s->huge_cached + s->huge_room;
   s->page_slack = pw.touched > pw.live ? pw.touched - pw.live : 0;
-  s->empty_pages = pw.empty < s->page_slack ? pw.empty : s->page_slack;
+  s->empty_pages = pw.empty; /* within page_slack: such a page adds to touched, not to live */
   s->resident = pw.touched + s->large_live + s->huge_live + s->lent + s->free_resident +
                 s->metadata;
 }

@@ -308,15 +308,21 @@ int thread_heap_adopt_page(thread_heap_t *th, extent_t *page) {
 /* used reached 0 (th's lock held): keep the page if it is its class's
  * current one (a thread that frees its last block usually allocates
  * again), else send it home. */
+/* How many bytes of empty pages a thread may keep now: its share of
+ * MM_THREAD_EMPTY_TOTAL among the live threads, at most MM_THREAD_EMPTY_BYTES. */
+static size_t empty_cap(void) {
+  uint32_t live = atomic_load_relaxed(&xlive_heaps);
+  size_t share = live ? MM_THREAD_EMPTY_TOTAL / live : MM_THREAD_EMPTY_BYTES;
+  return share < MM_THREAD_EMPTY_BYTES ? share : MM_THREAD_EMPTY_BYTES;
+}
+
 void thread_heap_page_empty(thread_heap_t *th, extent_t *page) {
   mm_assert_internal(thread_heap_locked(th));
   extent_list_t *q = &th->queue[page->size_class];
   if (q->first == page) return;
   extent_list_remove(q, page);
   uint32_t bytes = block_bytes(page);
-  uint32_t live = atomic_load_relaxed(&xlive_heaps);
-  size_t cap = live > MM_THREAD_EMPTY_TOTAL / MM_THREAD_EMPTY_BYTES ? MM_THREAD_EMPTY_TOTAL / live
-                                                                     : MM_THREAD_EMPTY_BYTES;
+  size_t cap = empty_cap();
   while (th->empty.last && th->empty_bytes + bytes > cap) {
     extent_t *old = th->empty.last; /* the oldest goes home */
     extent_list_remove(&th->empty, old);
@@ -389,6 +395,19 @@ void thread_heap_census(uint32_t heap, thread_heap_census_t *c) {
  * pages_out - pages_back is the number of its PAGE extents and of the
  * page blocks it has lent out whole (POOL extents). */
 bool thread_heap_census_is_valid(char *why, size_t why_size) {
+  /* xlive_heaps counts the LIVE heaps (changed under their registry's lock) */
+  uint64_t live = 0;
+  thread_heap_registry_lock_all();
+  for (uint32_t i = 0; i < mm_nheaps; i++)
+    for (thread_heap_t *th = registries[i].all; th; th = th->next_in_local)
+      live += th->state == MM_THREAD_LIVE;
+  uint32_t counted = atomic_load_relaxed(&xlive_heaps);
+  thread_heap_registry_unlock_all();
+  if (live != counted) {
+    os_format(why, why_size, "%lu live thread heaps, but xlive_heaps says %u", (unsigned long)live,
+              counted);
+    return false;
+  }
   for (uint32_t i = 0; i < mm_nheaps; i++) {
     thread_heap_census_t c;
     thread_heap_census(i, &c);

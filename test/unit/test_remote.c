@@ -99,6 +99,7 @@
 #include "check.h"
 #include "mmalloc.h"
 #include "remote.h"
+#include "unit.h"
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
@@ -1512,6 +1513,15 @@ static void round_run(int r, uint64_t seed) {
   end_phase("round end");
 }
 
+/* The census checks the count of live thread heaps (which shares out the
+ * empty pages threads may keep) against the registries' heaps. */
+static void t_census_live(void) {
+  thread_heap_t *th = thread_heap_current();
+  REQUIRE("a thread heap", th != NULL);
+  NEGATIVE("census: a live heap the count does not match", thread_heap_census_is_valid(why, sizeof(why)),
+           { th->state = MM_THREAD_DEAD; }, { th->state = MM_THREAD_LIVE; }, "xlive_heaps");
+}
+
 int main(int argc, char **argv) {
   uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x2545F491ull;
   int rounds = argc > 2 ? atoi(argv[2]) : ((MM_DEBUG >= 3 || SANITIZED) ? 60 : 160);
@@ -1531,6 +1541,7 @@ int main(int argc, char **argv) {
   t_dead(seed, false);
   t_dead(seed, true);
   fprintf(stderr, "dead heaps: done (%u ms)\n", os_now_ms() - t_start);
+  t_census_live();
   CHECK("no failure in the fixed phases", check_failures == 0);
 
   for (int r = 0; r < rounds && !check_failures; r++) round_run(r, seed);
