@@ -214,7 +214,7 @@ static uint64_t prog_add(prep_t *p, uint64_t t, const rop_t *op) {
   th->fill += sizeof *op;
   th->ops++;
   p->ops++;
-  if ((op->op & MMT_OP_MASK) >= MMT_NEW && (op->op & MMT_OP_MASK) <= MMT_DELETE_ARRAY_SIZED_ALIGNED) p->cxx++;
+  if (mmt_op_is_cxx(op->op & MMT_OP_MASK)) p->cxx++;
   return off;
 }
 
@@ -506,10 +506,11 @@ static void *own_alloc(size_t n) {
 /* Bytes of the replayer's own mappings that are resident now. */
 static uint64_t own_resident(void) {
   uint64_t bytes = 0;
-  static unsigned char vec[4096];
+  static unsigned char vec[4096];          /* a byte per page: mincore over 16 MiB at a time */
+  const size_t span = sizeof vec * 4096;
   for (size_t i = 0; i < own_nmaps; i++) {
-    for (size_t off = 0; off < own_maps[i].n; off += sizeof vec * 4096) {
-      size_t len = own_maps[i].n - off < sizeof vec * 4096 ? own_maps[i].n - off : sizeof vec * 4096;
+    for (size_t off = 0; off < own_maps[i].n; off += span) {
+      size_t len = own_maps[i].n - off < span ? own_maps[i].n - off : span;
       if (mincore(own_maps[i].p + off, len, vec) != 0) continue;
       for (size_t k = 0; k < (len + 4095) / 4096; k++) bytes += (vec[k] & 1) * 4096u;
     }

@@ -145,6 +145,11 @@ static inline unsigned mmt_op_shape(unsigned op) {
   }
 }
 
+/* The C++ operators: MMT_NEW .. MMT_DELETE_ARRAY_SIZED_ALIGNED, in one run. */
+static inline int mmt_op_is_cxx(unsigned op) {
+  return op >= MMT_NEW && op <= MMT_DELETE_ARRAY_SIZED_ALIGNED;
+}
+
 /* The names the dump and the report print, C++ operators demangled. */
 static inline const char *mmt_op_name(unsigned op) {
   static const char *const names[MMT_NOPS] = {
