@@ -53,7 +53,6 @@ size_t mm_vg_rz;
 
 static pthread_key_t thread_key;
 static _Atomic(int) xprocess_state; /* 0 none, 1 initialising, 2 ready */
-static int cpu_count;
 
 static void thread_heap_exit_cb(void *arg);
 static void fork_prepare(void);
@@ -73,7 +72,6 @@ void thread_heap_process_init(void) {
     options_init();
     size_class_init();
     mm_canary_key = (uintptr_t)os_random() | 1;
-    cpu_count = os_cpu_count();
     cgroup_init();
     /* Secure mode and valgrind switch the fast paths off: every call comes
      * through the checked slow paths (see page.c). */
@@ -88,7 +86,7 @@ void thread_heap_process_init(void) {
     if (options.secure) mm_list_key = (uintptr_t)os_random() | 1;
     /* one heap per CPU the process may use: the affinity mask and the
      * cgroup's CPU quota count, not only the CPUs the machine has */
-    uint32_t quota = cgroup_cpu_limit(), heaps = (uint32_t)cpu_count;
+    uint32_t quota = cgroup_cpu_limit(), heaps = (uint32_t)os_cpu_count();
     if (quota && quota < heaps) heaps = quota;
     local_heap_init_all(options.heaps > 0 ? (uint32_t)options.heaps : heaps);
     thread_heap_registry_init(mm_nheaps);
@@ -105,8 +103,8 @@ void thread_heap_process_init(void) {
 /* Thread heaps set up so far (the first is the main thread's, usually). */
 static _Atomic(uint64_t) xthread_inits;
 
-/* Bind the calling thread to the local heap of its CPU (threads on
- * neighbouring CPUs share one when there are fewer heaps than CPUs).
+/* Bind the calling thread to the local heap with the fewest live threads
+ * (thread_heap_pick_local says why not the heap of its CPU).
  *
  * A thread that is not the process's first gives the CPU up once before it
  * takes any page.  Threads are often started by a thread that is about to
@@ -119,9 +117,7 @@ static _Atomic(uint64_t) xthread_inits;
 MM_NOINLINE thread_heap_t *thread_heap_init_current(void) {
   thread_heap_process_init();
   if (atomic_fetch_add_relaxed(&xthread_inits, 1) != 0) os_yield();
-  unsigned cpu = (unsigned)os_current_cpu() % (unsigned)cpu_count;
-  unsigned idx = (unsigned)((uint64_t)cpu * mm_nheaps / (unsigned)cpu_count);
-  local_heap_t *lh = &mm_heaps[idx % mm_nheaps];
+  local_heap_t *lh = &mm_heaps[thread_heap_pick_local()];
   thread_heap_t *th = thread_heap_create(lh);
   if (!th) return NULL;
   thread_heap_lock(th); /* a taker may still be at its previous thread's inbox */

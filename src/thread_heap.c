@@ -14,7 +14,10 @@
  * the lowest rank, MM_RANK_REGISTRY: it is taken with no other lock held,
  * or by try-lock (the dead-inbox sweep runs under the sweeper's own lock).
  * Invariants: a heap is on `all` of exactly one registry for ever; it is on
- * `dead` iff its state is MM_THREAD_DEAD; xdead == |dead|.
+ * `dead` iff its state is MM_THREAD_DEAD; xdead == |dead|; xlive == the
+ * LIVE heaps on `all` (the census checks it).  A new thread binds to the
+ * local heap whose registry has the fewest live heaps
+ * (thread_heap_pick_local).
  *
  * Page hand-overs with the local heap.  "No owner" and "on the abandoned
  * list" change together, under the home local heap's lock: a new page is
@@ -51,13 +54,41 @@ typedef struct registry_s {
   thread_heap_t *all;  /* every heap bound to this local heap */
   thread_heap_t *dead; /* the dead ones, ready for reuse */
   _Atomic(uint32_t) xdead;
+  _Atomic(uint32_t) xlive; /* its LIVE heaps: changed under the lock, read without it */
 } registry_t;
 
 static registry_t registries[MM_MAX_HEAPS];
 
-/* Live thread heaps in the process (relaxed): the pages a thread may keep
- * empty are MM_THREAD_EMPTY_TOTAL shared among them. */
-static _Atomic(uint32_t) xlive_heaps;
+/* Live thread heaps in the process (relaxed reads, no lock: a count that
+ * is one off for a moment is harmless where it is used): the pages a
+ * thread may keep empty are MM_THREAD_EMPTY_TOTAL shared among them. */
+static uint32_t live_heaps(void) {
+  uint32_t live = 0;
+  for (uint32_t i = 0; i < mm_nheaps; i++) live += atomic_load_relaxed(&registries[i].xlive);
+  return live;
+}
+
+/* The local heap a new thread binds to: the one with the fewest live
+ * thread heaps, the lowest index among equals.  Binding by the CPU a
+ * thread first allocates on put two busy threads on one local heap
+ * whenever both started on the same CPU (new threads often do), while
+ * another heap served only an idle main thread: their big blocks then
+ * interleaved in one heap's slots and stopped growing in place, and they
+ * shared its lock (gcstrings at 2 threads on the 2-core VM: 61 or 90 MiB
+ * peak RSS from run to run, by where its two workers landed).  Counts
+ * read without the registries' locks: two threads starting at once may
+ * both pick the same heap, which is only a slightly worse balance. */
+uint32_t thread_heap_pick_local(void) {
+  uint32_t best = 0, least = UINT32_MAX;
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    uint32_t live = atomic_load_relaxed(&registries[i].xlive);
+    if (live < least) {
+      least = live;
+      best = i;
+    }
+  }
+  return best;
+}
 
 void thread_heap_registry_init(uint32_t n) {
   for (uint32_t i = 0; i < n; i++) mutex_init(&registries[i].lock, "registry", MM_RANK_REGISTRY, i);
@@ -86,7 +117,7 @@ thread_heap_t *thread_heap_create(local_heap_t *local) {
   }
   th->local = local; /* a LIVE heap always names its local heap (fork) */
   th->state = MM_THREAD_LIVE;
-  atomic_fetch_add_relaxed(&xlive_heaps, 1);
+  atomic_store_relaxed(&r->xlive, atomic_load_relaxed(&r->xlive) + 1);
   mutex_unlock(&r->lock);
   return th;
 }
@@ -116,7 +147,7 @@ void thread_heap_mark_dead(thread_heap_t *th) {
   mutex_lock(&r->lock);
   mm_assert_internal(th->state == MM_THREAD_LIVE);
   th->state = MM_THREAD_DEAD;
-  atomic_fetch_sub_relaxed(&xlive_heaps, 1);
+  atomic_store_relaxed(&r->xlive, atomic_load_relaxed(&r->xlive) - 1);
   th->next_dead = r->dead;
   r->dead = th;
   atomic_store_relaxed(&r->xdead, atomic_load_relaxed(&r->xdead) + 1);
@@ -311,7 +342,7 @@ int thread_heap_adopt_page(thread_heap_t *th, extent_t *page) {
 /* How many bytes of empty pages a thread may keep now: its share of
  * MM_THREAD_EMPTY_TOTAL among the live threads, at most MM_THREAD_EMPTY_BYTES. */
 static size_t empty_cap(void) {
-  uint32_t live = atomic_load_relaxed(&xlive_heaps);
+  uint32_t live = live_heaps();
   size_t share = live ? MM_THREAD_EMPTY_TOTAL / live : MM_THREAD_EMPTY_BYTES;
   return share < MM_THREAD_EMPTY_BYTES ? share : MM_THREAD_EMPTY_BYTES;
 }
@@ -395,19 +426,22 @@ void thread_heap_census(uint32_t heap, thread_heap_census_t *c) {
  * pages_out - pages_back is the number of its PAGE extents and of the
  * page blocks it has lent out whole (POOL extents). */
 bool thread_heap_census_is_valid(char *why, size_t why_size) {
-  /* xlive_heaps counts the LIVE heaps (changed under their registry's lock) */
-  uint64_t live = 0;
+  /* each registry's xlive counts its LIVE heaps (changed under its lock) */
+  bool ok = true;
   thread_heap_registry_lock_all();
-  for (uint32_t i = 0; i < mm_nheaps; i++)
+  for (uint32_t i = 0; i < mm_nheaps && ok; i++) {
+    uint64_t live = 0;
     for (thread_heap_t *th = registries[i].all; th; th = th->next_in_local)
       live += th->state == MM_THREAD_LIVE;
-  uint32_t counted = atomic_load_relaxed(&xlive_heaps);
-  thread_heap_registry_unlock_all();
-  if (live != counted) {
-    os_format(why, why_size, "%lu live thread heaps, but xlive_heaps says %u", (unsigned long)live,
-              counted);
-    return false;
+    uint32_t said = atomic_load_relaxed(&registries[i].xlive);
+    if (live != said) {
+      os_format(why, why_size, "local heap %u: %lu live thread heaps, but its registry's xlive says %u",
+                i, (unsigned long)live, said);
+      ok = false;
+    }
   }
+  thread_heap_registry_unlock_all();
+  if (!ok) return false;
   for (uint32_t i = 0; i < mm_nheaps; i++) {
     thread_heap_census_t c;
     thread_heap_census(i, &c);

@@ -20,24 +20,12 @@
 
 #include "api/harness.h"
 #include "api/json.h"
+#include "api/stats_json.h"
 #include "check.h"
 #include "mmalloc.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
-
-/* The statistics as a NUL-terminated string.  Allocating the buffer may
- * itself change the statistics, so ask again until the answer fits. */
-static char *stats_json(void) {
-  size_t cap = 4096;
-  for (;;) {
-    char *buf = mm_malloc(cap);
-    size_t n = mm_stats_json(buf, cap);
-    if (n < cap) return buf;
-    mm_free(buf);
-    cap = n + 4096;
-  }
-}
 
 static double json_num_or(const char *json, const char *path, double fallback) {
   double v;

@@ -32,7 +32,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -81,24 +80,11 @@ static void enter(const char *name, unsigned seconds) {
 }
 
 /* ---- threads and heaps ----------------------------------------------------------
- * The cases run with MMALLOC_HEAPS=2 (set by the driver), the main thread
- * on the first CPU it may use and the probe thread on the last: so the
- * probe thread's first allocation, under the fault, usually sets up the
- * other local heap from nothing (its thread heap, its first slot).  Threads
- * are bound to a local heap by their CPU; on a machine with one CPU both
- * share one heap, and the test still runs. */
-
-static void pin(bool last) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return;
-  int cpu = -1;
-  for (int c = 0; c < CPU_SETSIZE; c++)
-    if (CPU_ISSET(c, &set) && (cpu < 0 || last)) cpu = c;
-  if (cpu < 0) return;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof(set), &set);
-}
+ * The cases run with MMALLOC_HEAPS=2 (set by the driver).  A new thread
+ * binds to the local heap with the fewest live threads: the main thread
+ * to heap 0, the probe thread to heap 1, so the probe thread's first
+ * allocation, under the fault, sets up the other local heap from nothing
+ * (its thread heap, its first slot), on any number of CPUs. */
 
 /* ---- objects ------------------------------------------------------------------
  * An object's fill byte sits at every byte up to 4 KiB, at every 251st byte
@@ -339,7 +325,6 @@ static sem_t probe_go;
 
 static void *probe_thread(void *arg) {
   (void)arg;
-  pin(true);
   while (sem_wait(&probe_go) != 0) {
   }
   lock_probe();
@@ -362,7 +347,6 @@ static void probe_run(void) {
 /* ---- one case ----------------------------------------------------------------- */
 
 static int run_case(int kind, long n, int sticky) {
-  pin(false);
   signal(SIGALRM, watchdog);
   mm_option_set("purge_delay_ms", 0); /* purge at every chance: purge faults get hit */
   /* No purge thread: its purges race the workload (a huge mapping dropped
@@ -524,7 +508,6 @@ static int count_calls(long lo[KINDS], long hi[KINDS]) {
 }
 
 static int count_main(void) {
-  pin(false);
   mm_option_set("purge_delay_ms", 0);
   mm_option_set("purge_thread_mib", 0); /* as run_case */
   mm_option_set("hugepages", 0);

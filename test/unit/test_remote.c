@@ -1513,13 +1513,14 @@ static void round_run(int r, uint64_t seed) {
   end_phase("round end");
 }
 
-/* The census checks the count of live thread heaps (which shares out the
- * empty pages threads may keep) against the registries' heaps. */
+/* The census checks each registry's count of live thread heaps (which
+ * picks the local heap a new thread binds to, and shares out the empty
+ * pages threads may keep) against the heaps on it. */
 static void t_census_live(void) {
   thread_heap_t *th = thread_heap_current();
   REQUIRE("a thread heap", th != NULL);
   NEGATIVE("census: a live heap the count does not match", thread_heap_census_is_valid(why, sizeof(why)),
-           { th->state = MM_THREAD_DEAD; }, { th->state = MM_THREAD_LIVE; }, "xlive_heaps");
+           { th->state = MM_THREAD_DEAD; }, { th->state = MM_THREAD_LIVE; }, "registry's xlive says");
 }
 
 int main(int argc, char **argv) {
