@@ -104,7 +104,7 @@ void thread_heap_process_init(void) {
 static _Atomic(uint64_t) xthread_inits;
 
 /* Bind the calling thread to the local heap with the fewest live threads
- * (thread_heap_pick_local says why not the heap of its CPU).
+ * (thread_heap_create; thread_heap.c says why not the heap of its CPU).
  *
  * A thread that is not the process's first gives the CPU up once before it
  * takes any page.  Threads are often started by a thread that is about to
@@ -117,11 +117,10 @@ static _Atomic(uint64_t) xthread_inits;
 MM_NOINLINE thread_heap_t *thread_heap_init_current(void) {
   thread_heap_process_init();
   if (atomic_fetch_add_relaxed(&xthread_inits, 1) != 0) os_yield();
-  local_heap_t *lh = &mm_heaps[thread_heap_pick_local()];
-  thread_heap_t *th = thread_heap_create(lh);
+  thread_heap_t *th = thread_heap_create();
   if (!th) return NULL;
   thread_heap_lock(th); /* a taker may still be at its previous thread's inbox */
-  thread_heap_init_fresh(th, lh);
+  thread_heap_init_fresh(th, th->local);
   thread_heap_unlock(th);
   mm_thread_heap = th;
   pthread_setspecific(thread_key, th); /* after the TLS: it may allocate */

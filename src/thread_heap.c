@@ -75,10 +75,10 @@ static uint32_t live_heaps(void) {
  * another heap served only an idle main thread: their big blocks then
  * interleaved in one heap's slots and stopped growing in place, and they
  * shared its lock (gcstrings at 2 threads on the 2-core VM: 61 or 90 MiB
- * peak RSS from run to run, by where its two workers landed).  Counts
- * read without the registries' locks: two threads starting at once may
- * both pick the same heap, which is only a slightly worse balance. */
-uint32_t thread_heap_pick_local(void) {
+ * peak RSS from run to run, by where its two workers landed).  The counts
+ * are read without the registries' locks; thread_heap_create checks the
+ * pick again under the chosen registry's lock. */
+static uint32_t pick_local(void) {
   uint32_t best = 0, least = UINT32_MAX;
   for (uint32_t i = 0; i < mm_nheaps; i++) {
     uint32_t live = atomic_load_relaxed(&registries[i].xlive);
@@ -94,12 +94,24 @@ void thread_heap_registry_init(uint32_t n) {
   for (uint32_t i = 0; i < n; i++) mutex_init(&registries[i].lock, "registry", MM_RANK_REGISTRY, i);
 }
 
-/* A thread heap for a thread starting on `local`: a dead one reused (its
- * inbox may hold blocks: they are still to be freed), or a fresh one.
- * LIVE on return; NULL with errno ENOMEM. */
-thread_heap_t *thread_heap_create(local_heap_t *local) {
-  registry_t *r = &registries[local->index];
-  mutex_lock(&r->lock);
+/* A thread heap for a new thread, bound to the local heap with the fewest
+ * live threads (pick_local): a dead one of that heap reused (its inbox
+ * may hold blocks: they are still to be freed), or a fresh one.  The pick
+ * is made again holding the registry's lock, and counted before the lock
+ * is released: two threads that start together (each new thread yields
+ * once first, so they often do) and read the same counts would otherwise
+ * both bind to the same heap.  LIVE on return; NULL with errno ENOMEM. */
+thread_heap_t *thread_heap_create(void) {
+  registry_t *r;
+  local_heap_t *local;
+  for (;;) {
+    uint32_t i = pick_local();
+    r = &registries[i];
+    local = &mm_heaps[i];
+    mutex_lock(&r->lock);
+    if (pick_local() == i) break;
+    mutex_unlock(&r->lock); /* another thread bound meanwhile: pick again */
+  }
   thread_heap_t *th = r->dead;
   if (th) {
     r->dead = th->next_dead;

@@ -163,9 +163,7 @@ MM_INLINE bool thread_heap_locked(const thread_heap_t *th) { return spin_held(&t
 void thread_heap_direct_update(thread_heap_t *th, unsigned c);
 /* the registry */
 void thread_heap_registry_init(uint32_t n);
-thread_heap_t *thread_heap_create(local_heap_t *local);
-/* The index of the local heap a new thread binds to (fewest live heaps). */
-uint32_t thread_heap_pick_local(void);
+thread_heap_t *thread_heap_create(void);
 void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local);
 void thread_heap_mark_dead(thread_heap_t *th);
 void thread_heap_counts(uint32_t heap, uint64_t *live, uint64_t *dead);
