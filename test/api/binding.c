@@ -33,10 +33,10 @@ static bool live_per_heap(long live[HEAPS]) {
   bool ok = json_array_length(j, "heaps") == HEAPS;
   for (int i = 0; i < HEAPS && ok; i++) {
     char path[32];
-    double v;
+    double v = -1;
     snprintf(path, sizeof(path), "heaps.%d.threads_live", i);
     ok = json_number(j, path, &v);
-    live[i] = (long)v;
+    live[i] = ok ? (long)v : -1;
   }
   mm_free(j);
   return ok;
