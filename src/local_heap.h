@@ -100,7 +100,7 @@ typedef struct local_heap_s {
   /* what decides scaling (statistics; docs/statistics.md): the lock taken,
    * and how often it was held by another thread (under lock); failed
    * try-locks; remote batches this heap's threads handed over and the CAS
-   * retries that took (relaxed: the senders on this heap's CPU); pages
+   * retries that took (relaxed: the threads bound to this heap); pages
    * abandoned here and adopted from here (under lock) */
   uint64_t lock_acquisitions, lock_waits;
   _Atomic(uint64_t) xlock_try_failures;
