@@ -17,7 +17,7 @@
  * `dead` iff its state is MM_THREAD_DEAD; xdead == |dead|; xlive == the
  * LIVE heaps on `all` (the census checks it).  A new thread binds to the
  * local heap whose registry has the fewest live heaps
- * (thread_heap_pick_local).
+ * (thread_heap_create).
  *
  * Page hand-overs with the local heap.  "No owner" and "on the abandoned
  * list" change together, under the home local heap's lock: a new page is
@@ -166,15 +166,13 @@ void thread_heap_mark_dead(thread_heap_t *th) {
   mutex_unlock(&r->lock);
 }
 
-/* Statistics: live and dead heaps of a local heap. */
+/* Statistics: live and dead heaps of a local heap (its registry's counts,
+ * which the census checks against its heaps). */
 void thread_heap_counts(uint32_t heap, uint64_t *live, uint64_t *dead) {
   registry_t *r = &registries[heap];
-  *live = *dead = 0;
   mutex_lock(&r->lock);
-  for (thread_heap_t *th = r->all; th; th = th->next_in_local) {
-    if (th->state == MM_THREAD_LIVE) ++*live;
-    else ++*dead;
-  }
+  *live = atomic_load_relaxed(&r->xlive);
+  *dead = atomic_load_relaxed(&r->xdead);
   mutex_unlock(&r->lock);
 }
 
@@ -348,9 +346,6 @@ int thread_heap_adopt_page(thread_heap_t *th, extent_t *page) {
   return got;
 }
 
-/* used reached 0 (th's lock held): keep the page if it is its class's
- * current one (a thread that frees its last block usually allocates
- * again), else send it home. */
 /* How many bytes of empty pages a thread may keep now: its share of
  * MM_THREAD_EMPTY_TOTAL among the live threads, at most MM_THREAD_EMPTY_BYTES. */
 static size_t empty_cap(void) {
@@ -358,6 +353,12 @@ static size_t empty_cap(void) {
   size_t share = live ? MM_THREAD_EMPTY_TOTAL / live : MM_THREAD_EMPTY_BYTES;
   return share < MM_THREAD_EMPTY_BYTES ? share : MM_THREAD_EMPTY_BYTES;
 }
+
+/* used reached 0 (th's lock held): the page stays where it is if it is
+ * its class's current one (a thread that frees its last block usually
+ * allocates again); else it goes on th's empty list, the oldest kept pages
+ * going home to make room under empty_cap (or it goes home itself when it
+ * alone is over the cap). */
 
 void thread_heap_page_empty(thread_heap_t *th, extent_t *page) {
   mm_assert_internal(thread_heap_locked(th));
@@ -438,17 +439,25 @@ void thread_heap_census(uint32_t heap, thread_heap_census_t *c) {
  * pages_out - pages_back is the number of its PAGE extents and of the
  * page blocks it has lent out whole (POOL extents). */
 bool thread_heap_census_is_valid(char *why, size_t why_size) {
-  /* each registry's xlive counts its LIVE heaps (changed under its lock) */
+  /* each registry's xlive and xdead count its LIVE and DEAD heaps
+   * (changed under its lock) */
   bool ok = true;
   thread_heap_registry_lock_all();
   for (uint32_t i = 0; i < mm_nheaps && ok; i++) {
-    uint64_t live = 0;
-    for (thread_heap_t *th = registries[i].all; th; th = th->next_in_local)
+    uint64_t live = 0, dead = 0;
+    for (thread_heap_t *th = registries[i].all; th; th = th->next_in_local) {
       live += th->state == MM_THREAD_LIVE;
+      dead += th->state == MM_THREAD_DEAD;
+    }
     uint32_t said = atomic_load_relaxed(&registries[i].xlive);
+    uint32_t said_dead = atomic_load_relaxed(&registries[i].xdead);
     if (live != said) {
       os_format(why, why_size, "local heap %u: %lu live thread heaps, but its registry's xlive says %u",
                 i, (unsigned long)live, said);
+      ok = false;
+    } else if (dead != said_dead) {
+      os_format(why, why_size, "local heap %u: %lu dead thread heaps, but its registry's xdead says %u",
+                i, (unsigned long)dead, said_dead);
       ok = false;
     }
   }

@@ -1513,14 +1513,27 @@ static void round_run(int r, uint64_t seed) {
   end_phase("round end");
 }
 
-/* The census checks each registry's count of live thread heaps (which
- * picks the local heap a new thread binds to, and shares out the empty
- * pages threads may keep) against the heaps on it. */
+/* The census checks each registry's counts of live and dead thread heaps
+ * (the live one picks the local heap a new thread binds to and shares out
+ * the empty pages threads may keep; both are the statistics' threads_live
+ * and threads_dead) against the heaps on it. */
+static void *exit_at_once(void *arg) {
+  *(thread_heap_t **)arg = thread_heap_current();
+  return NULL;
+}
+
 static void t_census_live(void) {
   thread_heap_t *th = thread_heap_current();
   REQUIRE("a thread heap", th != NULL);
   NEGATIVE("census: a live heap the count does not match", thread_heap_census_is_valid(why, sizeof(why)),
            { th->state = MM_THREAD_DEAD; }, { th->state = MM_THREAD_LIVE; }, "registry's xlive says");
+  thread_heap_t *gone = NULL; /* a heap whose thread exited: DEAD until a new thread takes it */
+  pthread_t t;
+  REQUIRE("a thread that exits", pthread_create(&t, NULL, exit_at_once, &gone) == 0);
+  pthread_join(t, NULL);
+  REQUIRE("its heap is dead", gone && gone->state == MM_THREAD_DEAD);
+  NEGATIVE("census: a dead heap the count does not match", thread_heap_census_is_valid(why, sizeof(why)),
+           { gone->state = MM_THREAD_DEAD + 7; }, { gone->state = MM_THREAD_DEAD; }, "registry's xdead says");
 }
 
 int main(int argc, char **argv) {
