@@ -12,7 +12,9 @@
  *   - ops are known, reserved bits zero, FAILED only on calls that can
  *     fail, INPLACE only on realloc; varints end inside the payload and fit
  *     64 bits; a reference to the thread's own block names a block it was
- *     given; the chunk count in the end record matches.
+ *     given; the chunk count in the end record matches;
+ *   - version 2: a CPU event is followed by a TIMED call of its thread, and
+ *     a thread's CPU time never goes back.
  */
 #define _GNU_SOURCE
 #include "reader.h"
@@ -25,8 +27,12 @@
 #define MAX_THREADS (1u << 22)
 
 typedef struct {
-  uint64_t last_ticks, last_ns, nblocks, last_remote, next_chunk;
-  bool begun;
+  uint64_t last_ticks;           /* version 1: the previous call's return; 2: its entry */
+  uint64_t last_ns, nblocks, last_remote, next_chunk;
+  uint64_t last_busy;            /* version 2: the previous call's ticks (its dur, or the chunk's busy) */
+  uint64_t cpu_ns, cpu_at;       /* version 2: CPU time at the last stamp, and when (ticks) */
+  uint64_t cpu_next;             /* a CPU event's time, for the next call */
+  bool begun, cpu_pending;
 } rthread_t;
 
 struct mmt_reader {
@@ -43,7 +49,8 @@ struct mmt_reader {
   size_t payload_cap, pos, end;
   uint64_t chunk_off, chunk_thread, events_left;
   uint64_t chunk_ns, chunk_ticks;  /* the clock pair of the current chunk */
-  uint64_t chunk_post;             /* the recorder's own ticks after each call, in it */
+  uint64_t chunk_cost;             /* version 1: post, the recorder's ticks after each call (in the
+                                      gaps); version 2: busy, the ticks of an untimed call */
   uint64_t chunks;
   unsigned execs;
   bool last_exec;                /* the last record read was an exec record */
@@ -115,7 +122,7 @@ mmt_reader_t *mmt_reader_open(const char *path, char *err, size_t errlen) {
     goto bad;
   }
   r->version = head[MMT_MAGIC_LEN] | (unsigned)head[MMT_MAGIC_LEN + 1] << 8;
-  if (r->version != MMT_VERSION) {
+  if (r->version < MMT_VERSION_OLDEST || r->version > MMT_VERSION) {
     fail(r, MMT_MAGIC_LEN, "format version %u%s; this mmtrace reads version %u", r->version,
          r->version > MMT_VERSION ? " is newer than this mmtrace" : " is not one it knows", MMT_VERSION);
     goto bad;
@@ -269,12 +276,12 @@ static int next_record(mmt_reader_t *r) {
       return 0;
     }
     if (kind != MMT_REC_CHUNK) return fail(r, at, "unknown record kind 0x%02x", (unsigned)kind);
-    uint64_t thread, seq, events, bytes, ns, ticks, post;
+    uint64_t thread, seq, events, bytes, ns, ticks, cost;
     unsigned char sum[8];
     if (!get_varint_file(r, &thread, at, "chunk header") || !get_varint_file(r, &seq, at, "chunk header") ||
         !get_varint_file(r, &events, at, "chunk header") || !get_varint_file(r, &bytes, at, "chunk header") ||
         !get_varint_file(r, &ns, at, "chunk header") || !get_varint_file(r, &ticks, at, "chunk header") ||
-        !get_varint_file(r, &post, at, "chunk header") ||
+        !get_varint_file(r, &cost, at, "chunk header") ||
         !get_bytes(r, sum, 8, at, "chunk header"))
       return -1;
     if (thread >= MAX_THREADS) return fail(r, at, "chunk of thread %llu: over the limit of %u threads",
@@ -299,7 +306,7 @@ static int next_record(mmt_reader_t *r) {
     h = mmt_put_varint(h, bytes);
     h = mmt_put_varint(h, ns);
     h = mmt_put_varint(h, ticks);
-    h = mmt_put_varint(h, post);
+    h = mmt_put_varint(h, cost);
     /* the header re-encoded: the recorder writes the shortest varints, so
      * any other encoding of the same numbers fails the checksum too */
     if (mmt_get_u64(sum) != mmt_sum_more(mmt_sum_more(MMT_SUM_SEED, hdr, (size_t)(h - hdr)), r->payload, bytes))
@@ -315,7 +322,7 @@ static int next_record(mmt_reader_t *r) {
     r->chunk_off = at;
     r->chunk_ns = ns;
     r->chunk_ticks = ticks;
-    r->chunk_post = post;
+    r->chunk_cost = cost;
     r->chunk_thread = thread;
     r->events_left = events;
     r->pos = 0;
@@ -339,6 +346,7 @@ static uint64_t to_ns(mmt_reader_t *r, rthread_t *t, uint64_t ticks) {
 
 int mmt_reader_next(mmt_reader_t *r, mmt_event_t *ev) {
   if (r->failed) return -1;
+again:
   if (r->done) return 0;
   if (r->events_left == 0) {
     if (r->pos != r->end)
@@ -355,8 +363,22 @@ int mmt_reader_next(mmt_reader_t *r, mmt_event_t *ev) {
                 (unsigned long long)r->events_left);
   unsigned b = r->payload[r->pos++];
   unsigned op = b & MMT_OP_MASK;
-  if (b & MMT_RESERVED) return fail(r, r->chunk_off, "malformed chunk: event byte 0x%02x has the reserved bit", b);
-  if (op >= MMT_NOPS) return fail(r, r->chunk_off, "malformed chunk: unknown operation %u", op);
+  bool v2 = r->version >= 2;
+  if ((b & MMT_TIMED) && !v2)
+    return fail(r, r->chunk_off, "malformed chunk: event byte 0x%02x has the reserved bit", b);
+  if (op >= MMT_NOPS || (op == MMT_CPU && !v2))
+    return fail(r, r->chunk_off, "malformed chunk: unknown operation %u", op);
+  if (op == MMT_CPU) {
+    if (b != MMT_CPU || !t->begun || t->cpu_pending)
+      return fail(r, r->chunk_off, "malformed chunk: a cpu event out of place (event byte 0x%02x)", b);
+    if (!pay_varint(r, &t->cpu_next, "cpu time")) return -1;
+    if (t->cpu_next < t->cpu_ns) return fail(r, r->chunk_off, "malformed chunk: a thread's cpu time goes back");
+    t->cpu_pending = true;
+    r->events_left--;
+    goto again;                       /* the call it belongs to */
+  }
+  if (t->cpu_pending && !(b & MMT_TIMED))
+    return fail(r, r->chunk_off, "malformed chunk: a cpu event not followed by a timed call");
   ev->op = op;
   ev->failed = b & MMT_FAILED;
   ev->inplace = b & MMT_INPLACE;
@@ -374,7 +396,7 @@ int mmt_reader_next(mmt_reader_t *r, mmt_event_t *ev) {
     uint64_t ticks;
     if (!pay_varint(r, &ticks, "time") || !pay_varint(r, &ev->os_tid, "thread id")) return -1;
     t->begun = true;
-    t->last_ticks = ticks;
+    t->last_ticks = t->cpu_at = ticks;
     ev->time_ns = to_ns(r, t, ticks);
     r->events_left--;
     return 1;
@@ -382,15 +404,43 @@ int mmt_reader_next(mmt_reader_t *r, mmt_event_t *ev) {
   if (!t->begun)
     return fail(r, r->chunk_off, "malformed chunk: thread %llu calls %s before its thread_begin",
                 (unsigned long long)ev->thread, mmt_op_name(op));
-  uint64_t gap, dur;
-  if (!pay_varint(r, &gap, "time") || !pay_varint(r, &dur, "duration")) return -1;
-  uint64_t entry = t->last_ticks + gap, exit = entry + dur;
-  if (entry < t->last_ticks || exit < entry) return fail(r, r->chunk_off, "malformed chunk: time overflows");
-  ev->time_ns = to_ns(r, t, entry);
-  ev->gap_ns = ticks_to_ns(r, gap);
-  ev->work_ns = ticks_to_ns(r, gap > r->chunk_post ? gap - r->chunk_post : 0);
-  ev->dur_ns = ticks_to_ns(r, dur);
-  t->last_ticks = exit;
+  if (!v2) {
+    uint64_t gap, dur;
+    if (!pay_varint(r, &gap, "time") || !pay_varint(r, &dur, "duration")) return -1;
+    uint64_t entry = t->last_ticks + gap, exit = entry + dur;
+    if (entry < t->last_ticks || exit < entry) return fail(r, r->chunk_off, "malformed chunk: time overflows");
+    ev->time_ns = to_ns(r, t, entry);
+    ev->gap_ns = ticks_to_ns(r, gap);
+    ev->work_ns = ticks_to_ns(r, gap > r->chunk_cost ? gap - r->chunk_cost : 0);
+    ev->dur_ns = ticks_to_ns(r, dur);
+    ev->timed = true;
+    t->last_ticks = exit;
+  } else {
+    uint64_t delta, dur = r->chunk_cost;
+    ev->timed = b & MMT_TIMED;
+    if (!pay_varint(r, &delta, "time") || (ev->timed && !pay_varint(r, &dur, "duration"))) return -1;
+    uint64_t entry = t->last_ticks + delta, exit = entry + dur;
+    if (entry < t->last_ticks || exit < entry) return fail(r, r->chunk_off, "malformed chunk: time overflows");
+    uint64_t gap = delta > t->last_busy ? delta - t->last_busy : 0;
+    ev->time_ns = to_ns(r, t, entry);
+    ev->gap_ns = ev->work_ns = ticks_to_ns(r, gap);
+    ev->dur_ns = ticks_to_ns(r, dur);
+    t->last_ticks = entry;
+    t->last_busy = dur;
+    if (t->cpu_pending) {
+      /* the CPU time since the last stamp, less the time since then that
+       * was not this gap (calls and short gaps, taken as computing), is
+       * what the thread computed in the gap; the rest it was blocked */
+      uint64_t since = ticks_to_ns(r, exit - t->cpu_at), other = since > ev->gap_ns ? since - ev->gap_ns : 0;
+      uint64_t cpu = t->cpu_next - t->cpu_ns;
+      ev->gap_cpu_ns = cpu > other ? cpu - other : 0;
+      if (ev->gap_cpu_ns > ev->gap_ns) ev->gap_cpu_ns = ev->gap_ns;
+      ev->gap_cpu_known = true;
+      t->cpu_ns = t->cpu_next;
+      t->cpu_at = exit;
+      t->cpu_pending = false;
+    }
+  }
   if (op == MMT_FORK) {
     if (!pay_varint(r, &ev->child_pid, "child pid")) return -1;
     r->events_left--;

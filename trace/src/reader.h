@@ -31,8 +31,11 @@ typedef struct mmt_event {
   uint64_t thread;      /* trace thread index */
   uint64_t time_ns;     /* when the call began, since the trace started */
   uint64_t gap_ns;      /* the thread's own time since its previous call returned */
-  uint64_t work_ns;     /* the gap less the recorder's own time in it (sampled): the program's */
+  uint64_t work_ns;     /* the gap less the recorder's own time in it: the program's */
   uint64_t dur_ns;      /* the call's time: the allocator's and the recorder's */
+  bool timed;           /* dur_ns was measured (else it is the thread's sampled average) */
+  bool gap_cpu_known;   /* after a long gap (version 2): how much of it the thread computed */
+  uint64_t gap_cpu_ns;  /* ... in ns, at most gap_ns; the rest it was blocked */
   uint64_t size, nmemb, align;
   uint64_t os_tid;      /* THREAD_BEGIN */
   uint64_t child_pid;   /* FORK */

@@ -40,9 +40,10 @@
  *    waiting: a consumer's gap holds its wait for the producer, which the
  *    replay makes as it waits for the block, not twice).  A gap of 200 us
  *    or more is a thread blocked in the program (a join, a lock, a
- *    condition): it waits until every other thread has replayed the calls
- *    before that time (wait_others), or, if none was behind, sleeps the gap
- *    (I/O, a timer).  And every 64 calls a thread waits until no other is
+ *    condition) for all of it, or (a version 2 trace says) for the part the
+ *    thread was not running: it spins the part it was, then waits until
+ *    every other thread has replayed the calls before that time
+ *    (wait_others), or, if none was behind, sleeps the rest (I/O, a timer).  And every 64 calls a thread waits until no other is
  *    more than 500 us of the trace's time behind it: the program's own
  *    hand-offs kept its threads that close (a producer ahead of its
  *    consumer would hold memory the program never held).  Every wait is for calls earlier in the trace's time
@@ -95,6 +96,7 @@
 #include "tool.h"
 
 #define NO_SLOT UINT32_MAX
+#define NO_CPU UINT32_MAX
 
 enum { R_FAILED = 1 };              /* the call failed in the trace */
 
@@ -104,7 +106,7 @@ typedef struct {
   uint16_t unused;
   uint32_t slot, gen;               /* the block the call releases (or reallocs in place of) */
   uint32_t slot2, gen2;             /* the block it returns */
-  uint32_t unused2;
+  uint32_t gap_cpu_us;              /* of a long gap, the part the thread computed (NO_CPU: unknown) */
   uint64_t size, arg;               /* arg: alignment or nmemb */
   uint64_t dt_ns;                   /* the program's own time before the call (the trace's gap) */
   uint64_t at_ns;                   /* when the call began in the trace */
@@ -349,7 +351,9 @@ static int prepare(const char *trace, const char *dir, bool partial, bool cross,
     unsigned shape = mmt_op_shape(e.op);
     rop_t op = {.op = (uint8_t)e.op, .flags = e.failed ? R_FAILED : 0, .slot = NO_SLOT, .slot2 = NO_SLOT,
                 .size = e.size, .arg = (shape & MMT_HAS_NMEMB) ? e.nmemb : e.align,
-                .dt_ns = e.work_ns, .at_ns = e.time_ns};
+                .dt_ns = e.work_ns, .at_ns = e.time_ns,
+                .gap_cpu_us = !e.gap_cpu_known ? NO_CPU
+                              : e.gap_cpu_ns / 1000 < NO_CPU ? (uint32_t)(e.gap_cpu_ns / 1000) : NO_CPU - 1};
     th->last_ns = e.time_ns;
     bool pending = false;
     if (shape & MMT_HAS_REF) {
@@ -831,9 +835,18 @@ static void replay_op(const rop_t *o, uint64_t me, pace_t *pc) {
      * work), sleep from SLEEP_NS up */
     double think = (double)o->dt_ns * speed;
     if (think >= SLEEP_NS) {
-      /* blocked in the trace: for the other threads, if they were what it
-       * waited for; else (I/O, a timer) for the time it took */
-      if (!wait_others(me, o->at_ns)) {
+      /* blocked in the trace: the part of the gap the thread was computing,
+       * when the trace says it (a version 2 trace, after a long gap), is
+       * spun first; for the rest it waits for the other threads, if they
+       * were what it waited for, else (I/O, a timer) sleeps */
+      if (o->gap_cpu_us != NO_CPU) {
+        double cpu = (double)o->gap_cpu_us * 1000.0 * speed;
+        if (cpu > think) cpu = think;
+        spin_ns(cpu + pc->owed);
+        pc->owed = 0;
+        think -= cpu;
+      }
+      if (!wait_others(me, o->at_ns) && think >= 1000) {
         uint64_t ns = (uint64_t)think;  /* integer arithmetic: no libm to load (its pages count) */
         struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
         nanosleep(&ts, NULL);

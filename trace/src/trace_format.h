@@ -7,7 +7,7 @@
  *   header   "mmtrace\0" | u16 version | varint L | L bytes of text | u32 fnv(text)
  *   records  any number of:
  *            'C' chunk: varint thread | varint chunk_seq | varint events
- *                       | varint bytes | varint ns | varint ticks | varint post
+ *                       | varint bytes | varint ns | varint ticks | varint busy
  *                       | u64 sum(the chunk's bytes before it, then payload) | payload
  *            'X' exec:  u32 "EXEC"   (the image called exec; may go on if it failed)
  *            'E' end:   varint chunks | u32 "END."   (the image exited normally)
@@ -19,27 +19,44 @@
  * so a thread's chunks must be read in chunk_seq order: they are, because
  * only that thread writes them, one write(2) each.
  *
- * Times: events count ticks of the header's clock (clock=tsc: the x86
- * time-stamp counter; clock=monotonic: nanoseconds).  A chunk's ns and
- * ticks are both read when it was written, since the trace's start: an
+ * Times (version 2): events count ticks of the header's clock (clock=tsc:
+ * the x86 time-stamp counter; clock=monotonic: nanoseconds).  A chunk's ns
+ * and ticks are both read when it was written, since the trace's start: an
  * event's time in ns is its ticks * ns / ticks of the chunk that holds it.
- * post: the ticks the recorder spent after each call of that thread
- * (sampled), which are in the gaps but are not the program's.
+ * The recorder reads the clock once per call, when the call begins: each
+ * event has `delta`, the ticks since the thread's previous call began (or
+ * its THREAD_BEGIN).  A call's own time (the allocator's and the
+ * recorder's) is measured only for a TIMED event (event byte bit 7: a
+ * call on a block of MMT_TIMED_BYTES or more, a fork, a call after a long
+ * gap), which then carries `dur`; for the others the chunk's `busy` is the
+ * thread's sampled average.  So the program's own time before a call is
+ * its delta less the previous call's dur or busy.  Before a call that
+ * follows a long gap (about 100 us or more), the recorder writes a CPU
+ * event: the thread's CPU time since its THREAD_BEGIN, read after the
+ * call, from which a reader tells how much of the gap the thread was
+ * running and how much it was blocked.
  *
- * Event: one byte  op (bits 0-4) | FAILED (bit 5) | INPLACE (bit 6); bit 7
- * is zero.  Then, by op (all integers varints, see below):
+ * Version 1 (still read): every event has `gap` (ticks from the return of
+ * the previous call) and `dur`; the chunk's last header field is `post`,
+ * the recorder's sampled ticks after each call, which are in the gaps.
+ *
+ * Event: one byte  op (bits 0-4) | FAILED (bit 5) | INPLACE (bit 6) |
+ * TIMED (bit 7, version 2; zero in version 1).  Then, by op (all integers
+ * varints, see below; `time` is `delta [dur]`, in version 1 `gap dur`):
  *   THREAD_BEGIN  ticks since trace start | OS thread id
- *   THREAD_END    gap | dur
- *   malloc-like   gap | dur | [align] | size            (align for the ALIGNED ops)
- *   CALLOC        gap | dur | nmemb | size
- *   REALLOC       gap | dur | ref | size
- *   REALLOCARRAY  gap | dur | ref | nmemb | size
- *   free-like     gap | dur | ref | [size] | [align]    (size for the SIZED deletes)
- *   FORK          gap | dur | child pid | FAILED if fork failed
- * gap: ticks from the return of the thread's previous call (or its
- * THREAD_BEGIN) to this call; dur: ticks the call took (the allocator's and
- * the recorder's).  A release's call begins before the allocator sees the
- * block; an allocation's ends after the allocator returned it.
+ *   THREAD_END    time
+ *   CPU           thread CPU ns since its THREAD_BEGIN (version 2; the next
+ *                 event of the thread is a TIMED call)
+ *   malloc-like   time | [align] | size            (align for the ALIGNED ops)
+ *   CALLOC        time | nmemb | size
+ *   REALLOC       time | ref | size
+ *   REALLOCARRAY  time | ref | nmemb | size
+ *   free-like     time | ref | [size] | [align]    (size for the SIZED deletes)
+ *   FORK          time | child pid | FAILED if fork failed
+ * A call begins when the program called; dur ends when the allocator
+ * returned (version 1: also the recorder's work after it).  A release's
+ * call begins before the allocator sees the block; an allocation's ends
+ * after the allocator returned it.
  *
  * Block identity.  Every call that returns a new block (any successful
  * allocation, a successful realloc) gives it the id (thread, n), where n
@@ -66,7 +83,8 @@
 
 #define MMT_MAGIC "mmtrace"      /* 8 bytes with its NUL */
 #define MMT_MAGIC_LEN 8
-#define MMT_VERSION 1
+#define MMT_VERSION 2                /* written; readers also take 1 */
+#define MMT_VERSION_OLDEST 1
 #define MMT_HEADER_TEXT_MAX 65536
 
 #define MMT_REC_CHUNK 'C'
@@ -108,13 +126,17 @@ enum mmt_op {
   MMT_DELETE_SIZED_ALIGNED,
   MMT_DELETE_ARRAY_SIZED_ALIGNED,
   MMT_FORK,
+  MMT_CPU,                       /* version 2: the thread's CPU time, before a TIMED call */
   MMT_NOPS
 };
 
 #define MMT_OP_MASK 0x1f
 #define MMT_FAILED 0x20
 #define MMT_INPLACE 0x40
-#define MMT_RESERVED 0x80
+#define MMT_TIMED 0x80                 /* version 2: the event carries dur (version 1: reserved, zero) */
+
+/* Calls on blocks of this many bytes or more are timed (version 2). */
+#define MMT_TIMED_BYTES 65536
 
 /* What an op's event carries, for the reader's table and the recorder's
  * checks: an alignment, a size, an element count, a ref. */
@@ -158,7 +180,7 @@ static inline const char *mmt_op_name(unsigned op) {
     "new", "new[]", "new(nothrow)", "new[](nothrow)", "new(align)", "new[](align)",
     "new(align,nothrow)", "new[](align,nothrow)", "delete", "delete[]",
     "delete(size)", "delete[](size)", "delete(align)", "delete[](align)",
-    "delete(size,align)", "delete[](size,align)", "fork",
+    "delete(size,align)", "delete[](size,align)", "fork", "cpu",
   };
   return op < MMT_NOPS ? names[op] : "?";
 }

@@ -8,10 +8,13 @@
  *
  * A forked child runs THREADS threads that allocate, realloc, free their
  * own blocks and hand blocks to the next thread through a mutex-guarded
- * mailbox, which frees them (remote frees), then exits; the parent reads
- * the child's trace back and checks that it holds exactly those calls:
- * every malloc, realloc and free, each free naming a block the trace gave
- * out, the hand-overs as remote frees, and a normal end.
+ * mailbox, which frees them (remote frees), then exits; now and then a
+ * realloc grows a block past 64 KiB (a timed call, and a timed free
+ * wherever the block ends) and a thread sleeps 1 ms (a long gap: the
+ * recorder reads the thread's CPU time).  The parent reads the child's
+ * trace back and checks that it holds exactly those calls: every malloc,
+ * realloc and free, each free naming a block the trace gave out, the
+ * hand-overs as remote frees, timed calls and CPU times, and a normal end.
  *
  *   recorder_threads BASE   (with MMTRACE_OUT=BASE in the environment)
  */
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "reader.h"
@@ -49,7 +53,7 @@ static void *work(void *arg) {
     int k = (int)(x % 64);
     if (own[k]) {                                   /* a free, a realloc or a hand-over */
       if (i % 3 == 0) {
-        own[k] = mmt_t_realloc(own[k], 16 + x % 4000);
+        own[k] = mmt_t_realloc(own[k], i % 300 == 0 ? 70000 + x % 1000 : 16 + x % 4000);
       } else if (i % 3 == 1) {
         mailbox_t *m = &box[(me + 1) % THREADS];
         pthread_mutex_lock(&m->lock);
@@ -62,6 +66,10 @@ static void *work(void *arg) {
       }
     } else {
       own[k] = mmt_t_malloc(8 + x % 1000);
+    }
+    if (i % 5000 == 4999) {                         /* a long gap */
+      struct timespec nap = {0, 1000000};
+      nanosleep(&nap, NULL);
     }
     if (i % 97 == 0) {                              /* what the previous thread handed over */
       mailbox_t *m = &box[me];
@@ -105,6 +113,7 @@ int main(int argc, char **argv) {
   mmt_event_t e;
   int k;
   uint64_t mallocs = 0, reallocs = 0, frees = 0, nulls = 0, unknown = 0, remote = 0, threads_begun = 0;
+  uint64_t timed_frees = 0, cpu_gaps = 0;
   while ((k = mmt_reader_next(r, &e)) > 0) {
     if (e.op == MMT_THREAD_BEGIN) threads_begun++;
     if (e.op == MMT_MALLOC) mallocs++;
@@ -115,6 +124,8 @@ int main(int argc, char **argv) {
     }
     if (e.ref == MMT_REF_IS_UNKNOWN) unknown++;
     if (e.ref == MMT_REF_IS_BLOCK && e.ref_thread != e.thread) remote++;
+    if (e.op == MMT_FREE && e.timed) timed_frees++;
+    if (e.gap_cpu_known) cpu_gaps++;
   }
   if (k < 0) { printf("FAIL: %s\n", mmt_reader_error(r)); return 1; }
   int bad = 0;
@@ -124,9 +135,14 @@ int main(int argc, char **argv) {
   if (unknown) { printf("FAIL: %" PRIu64 " frees of pointers the trace never saw\n", unknown); bad = 1; }
   if (!remote) { printf("FAIL: no remote free among the hand-overs\n"); bad = 1; }
   if (threads_begun != THREADS + 1) { printf("FAIL: %" PRIu64 " threads\n", threads_begun); bad = 1; }
-  printf("%s: %" PRIu64 " mallocs, %" PRIu64 " reallocs, %" PRIu64 " frees (%" PRIu64 " remote), %" PRIu64
-         " frees of NULL, %" PRIu64 " threads\n", bad ? "FAIL" : "ok", mallocs, reallocs, frees, remote, nulls,
-         threads_begun);
+  if (!timed_frees) { printf("FAIL: no timed free (of a block grown past 64 KiB)\n"); bad = 1; }
+  if (cpu_gaps < THREADS * (ROUNDS / 5000)) {
+    printf("FAIL: %" PRIu64 " gaps with the thread's CPU time, under the %d sleeps\n", cpu_gaps, THREADS * (ROUNDS / 5000));
+    bad = 1;
+  }
+  printf("%s: %" PRIu64 " mallocs, %" PRIu64 " reallocs, %" PRIu64 " frees (%" PRIu64 " remote, %" PRIu64
+         " timed), %" PRIu64 " frees of NULL, %" PRIu64 " threads, %" PRIu64 " gaps with CPU time\n",
+         bad ? "FAIL" : "ok", mallocs, reallocs, frees, remote, timed_frees, nulls, threads_begun, cpu_gaps);
   mmt_reader_close(r);
   return bad;
 }

@@ -1,0 +1,39 @@
+/* times.c — a program whose time between calls is known, for
+ * check_times.py: between two of its 64-byte mallocs it computes for 40 ms
+ * of its own CPU time, between the next two it sleeps 40 ms; then it makes
+ * and frees blocks of 1 MiB and 128 KiB (calls a version 2 trace times)
+ * and small ones (calls it does not). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static volatile unsigned long sink;
+
+int main(void) {
+  void *a = malloc(64);
+  double t0 = cpu_s();
+  unsigned long x = 1;
+  while (cpu_s() - t0 < 0.040)                   /* 40 ms of this thread's CPU */
+    for (int i = 0; i < 10000; i++) x = x * 6364136223846793005ul + 1;
+  sink = x;
+  void *b = malloc(64);
+  struct timespec nap = {0, 40000000};           /* 40 ms blocked */
+  nanosleep(&nap, NULL);
+  void *c = malloc(64);
+  char *big = malloc(1 << 20);
+  if (!a || !b || !c || !big) return 1;
+  memset(big, 1, 1 << 20);
+  free(big);
+  void *z = calloc(1 << 14, 8);
+  free(z);
+  free(c);
+  free(b);
+  free(a);
+  return 0;
+}
