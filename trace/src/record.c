@@ -2,7 +2,10 @@
  * records every call of the malloc family and of the C++ operators new and
  * delete, and forwards each to the next definition of the symbol (glibc,
  * or whatever allocator is preloaded after it), so a program is traced on
- * the allocator it normally uses.  The file format is trace_format.h.
+ * the allocator it normally uses.  It also wraps pthread_create, so that a
+ * new thread is registered when it starts (its time before its first call
+ * is in the trace), and ends the exiting thread at exit.  The file format
+ * is trace_format.h.
  *
  * The recording path (one call of the program):
  *   1. thread state from TLS (registered on the thread's first call), and
@@ -107,6 +110,7 @@ static struct {
   void *(*pvalloc)(size_t);
   void *(*reallocarray)(void *, size_t, size_t);
   pid_t (*fork)(void);
+  int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
   int (*execve)(const char *, char *const[], char *const[]);
   int (*execvpe)(const char *, char *const[], char *const[]);
 } real;
@@ -168,6 +172,8 @@ typedef struct tstate {
   _Atomic uint64_t fill;
   struct tstate *all_next;           /* every state ever made; const once linked */
   struct tstate *free_next;          /* pool free list, under pool_lock */
+  void *(*start_fn)(void *);         /* pthread_create: the thread's function and argument, */
+  void *start_arg;                   /* for thread_start */
   unsigned char buf[BUF_BYTES + EVENT_MAX];
 } tstate_t;
 
@@ -425,6 +431,13 @@ static inline tstate_t *enter(void) {
 }
 static inline void leave(void) { tls_depth = 0; }
 
+static void state_release(tstate_t *t) {
+  pthread_mutex_lock(&pool_lock);
+  t->free_next = pool_free;
+  pool_free = t;
+  pthread_mutex_unlock(&pool_lock);
+}
+
 /* Thread exit: pthread runs key destructors in up to 4 rounds while values
  * are set; staying set through the first two keeps the frees of other
  * libraries' destructors in the trace, and ending in the third leaves the
@@ -444,10 +457,7 @@ static void thread_exit(void *arg) {
   atomic_store(&t->active, false);
   tls_state = NULL;
   tls_done = true;
-  pthread_mutex_lock(&pool_lock);
-  t->free_next = pool_free;
-  pool_free = t;
-  pthread_mutex_unlock(&pool_lock);
+  state_release(t);
   tls_depth = 0;
 }
 
@@ -657,6 +667,11 @@ static void finish(void) {
   if (!tracing || !own_trace() || atomic_exchange(&ending, true)) return;
   int d = tls_depth;
   tls_depth = 1;
+  tstate_t *t = tls_state;
+  if (t && d == 0) {                 /* the exiting thread ends here: its work after its last call */
+    t->entry = now_ticks();
+    ev_end(t, ev_begin(t, MMT_THREAD_END, false));
+  }
   flush_all(false);
   write_end(MMT_REC_END, 0);
   atomic_store(&closed, true);
@@ -728,7 +743,7 @@ static void init(void) {
   RESOLVE(malloc); RESOLVE(free); RESOLVE(calloc); RESOLVE(realloc);
   RESOLVE(posix_memalign); RESOLVE(aligned_alloc); RESOLVE(memalign);
   RESOLVE(valloc); RESOLVE(pvalloc); RESOLVE(reallocarray);
-  RESOLVE(fork); RESOLVE(execve); RESOLVE(execvpe);
+  RESOLVE(fork); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(pthread_create);
 #undef RESOLVE
   if (!real.malloc || !real.free || !real.calloc || !real.realloc)
     die("mmtrace: cannot find the malloc family under the tracer (dlsym RTLD_NEXT)\n");
@@ -1030,6 +1045,38 @@ DEL_WRAP(_ZdlPvSt11align_val_tRKSt9nothrow_t, "_ZdlPvSt11align_val_tRKSt9nothrow
          MMT_DELETE_ALIGNED, (void *p, size_t a, const void *nt), (p, align, NULL), ((void)nt, 0), a)
 DEL_WRAP(_ZdaPvSt11align_val_tRKSt9nothrow_t, "_ZdaPvSt11align_val_tRKSt9nothrow_t", del_ant_fn,
          MMT_DELETE_ARRAY_ALIGNED, (void *p, size_t a, const void *nt), (p, align, NULL), ((void)nt, 0), a)
+
+/* ---- threads --------------------------------------------------------------- */
+
+/* A thread made by pthread_create is registered when it starts, not at
+ * its first call: its thread_begin is when it began, and the time before
+ * its first call (often its whole computation) is its first gap. */
+static void *thread_start(void *arg) {
+  tstate_t *t = arg;
+  void *(*fn)(void *) = t->start_fn, *fn_arg = t->start_arg;
+  if (tracing && !tls_state && !tls_done) {
+    tls_depth = 1;
+    thread_begin(t, now_ticks());
+    tls_state = t;
+    pthread_setspecific(exit_key, t);
+    tls_depth = 0;
+  } else {
+    state_release(t);
+  }
+  return fn(fn_arg);
+}
+
+EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+  ensure_init();
+  if (UNLIKELY(!real.pthread_create)) die("mmtrace: cannot find pthread_create under the tracer\n");
+  tstate_t *t = tracing ? state_new() : NULL;
+  if (!t) return real.pthread_create(th, attr, fn, arg);
+  t->start_fn = fn;
+  t->start_arg = arg;
+  int rc = real.pthread_create(th, attr, thread_start, t);
+  if (rc != 0) state_release(t);
+  return rc;
+}
 
 /* ---- fork, exec, _exit ------------------------------------------------------- */
 

@@ -214,8 +214,8 @@ static uint64_t prog_add(prep_t *p, uint64_t t, const rop_t *op) {
   uint64_t off = th->written + th->fill;
   memcpy(th->buf + th->fill, op, sizeof *op);
   th->fill += sizeof *op;
-  th->ops++;
-  p->ops++;
+  th->ops++;                          /* the file's ops */
+  if (op->op != MMT_THREAD_END) p->ops++;   /* the calls */
   if (mmt_op_is_cxx(op->op & MMT_OP_MASK)) p->cxx++;
   return off;
 }
@@ -341,12 +341,6 @@ static int prepare(const char *trace, const char *dir, bool partial, bool cross,
   while ((k = mmt_reader_next(r, &e)) > 0) {
     pthread_prog_t *th = prog_of(p, e.thread);
     if (e.op == MMT_THREAD_BEGIN) { th->begun = true; th->begin_ns = th->last_ns = e.time_ns; continue; }
-    if (e.op == MMT_THREAD_END) {
-      th->ended = true;
-      th->end_ns = e.time_ns;
-      prog_close(p, e.thread);
-      continue;
-    }
     if (e.op == MMT_FORK) continue;
     unsigned shape = mmt_op_shape(e.op);
     rop_t op = {.op = (uint8_t)e.op, .flags = e.failed ? R_FAILED : 0, .slot = NO_SLOT, .slot2 = NO_SLOT,
@@ -354,6 +348,13 @@ static int prepare(const char *trace, const char *dir, bool partial, bool cross,
                 .dt_ns = e.work_ns, .at_ns = e.time_ns,
                 .gap_cpu_us = !e.gap_cpu_known ? NO_CPU
                               : e.gap_cpu_ns / 1000 < NO_CPU ? (uint32_t)(e.gap_cpu_ns / 1000) : NO_CPU - 1};
+    if (e.op == MMT_THREAD_END) {      /* an op that calls nothing: the thread's work after its last call */
+      if (!th->ended) prog_add(p, e.thread, &op);
+      th->ended = true;
+      th->end_ns = e.time_ns;
+      prog_close(p, e.thread);
+      continue;
+    }
     th->last_ns = e.time_ns;
     bool pending = false;
     if (shape & MMT_HAS_REF) {

@@ -3,7 +3,8 @@
 known): the program's own time before a call, how much of a long gap the
 thread computed and how much it was blocked, and which calls carry their
 measured duration (calls on blocks of 64 KiB or more) and which the
-thread's sampled average.
+thread's sampled average; a thread made by pthread_create is registered
+when it starts, and the exiting thread ends at exit.
 
     check_times.py MMTRACE TIMES_PROGRAM WORKDIR
 """
@@ -36,9 +37,11 @@ def main():
         fail("the trace is not format version 2")
     calls = []
     for line in d.stdout.splitlines():
-        m = re.match(r"\d+ T0 (\S+) .*?(?:size=(\d+))?.* gap=(\d+) dur([=~])(\d+)(?: cpu=(\d+))? work=(\d+)$", line)
+        m = re.match(r"\d+ T0 (\S+) .* gap=(\d+) dur([=~])(\d+)(?: cpu=(\d+))? work=(\d+)$", line)
         if m:
-            op, size, gap, mark, dur, cpu, work = m.groups()
+            op, gap, mark, dur, cpu, work = m.groups()
+            size = re.search(r" size=(\d+)", line)
+            size = size.group(1) if size else None
             calls.append({"op": op, "size": int(size) if size else None, "gap": int(gap), "timed": mark == "=",
                           "dur": int(dur), "cpu": None if cpu is None else int(cpu), "work": int(work),
                           "line": line})
@@ -57,18 +60,38 @@ def main():
     print(f"ok: after 40 ms computing, gap {b['gap'] / MS:.1f} ms of which {b['cpu'] / MS:.1f} on the CPU; "
           f"after 40 ms asleep, gap {c['gap'] / MS:.1f} ms of which {c['cpu'] / MS:.1f}")
     rest = calls[small[-1] + 1:]
-    want = [("malloc", True), ("free", True), ("calloc", True), ("free", True),
-            ("free", False), ("free", False), ("free", False)]
-    got = [(x["op"], x["timed"]) for x in rest[:len(want)]]
+    want = [("malloc", 1 << 20), ("free", None), ("calloc", 8), ("free", None),
+            ("free", None), ("free", None), ("free", None)]
+    got = [(x["op"], x["size"]) for x in rest[:len(want)]]
     if got != want:
-        fail(f"calls after the third malloc and whether timed: {got}, expected {want}")
-    # the free of the 1 MiB block follows its memset (page faults: a gap
-    # that may be long); every other gap here is short, the time a call
-    # took not counted in it
-    if any(x["cpu"] is not None for k, x in enumerate(rest[:len(want)]) if k != 1):
-        fail("a call after a short gap has a cpu time:\n" + "\n".join(x["line"] for x in rest[:len(want)]))
-    if a["timed"]:
-        fail(f"a 64-byte malloc after a short gap is timed: {a['line']}")
+        fail(f"calls after the third malloc: {got}, expected {want}")
+    # blocks of 64 KiB or more: timed (their alloc and their free); small
+    # ones: timed only after a long gap, which carries the thread's CPU time
+    for k, x in enumerate(rest[:len(want)]):
+        large = k < 4
+        if x["timed"] != (large or x["cpu"] is not None):
+            fail(f"a call on a {'large' if large else 'small'} block, timed {x['timed']}: {x['line']}")
+    # a gap of 100 us or more always gets a CPU time (the recorder's bound
+    # is 100 us, or fewer ticks than that until it knows the counter's rate)
+    for x in calls:
+        if x["gap"] >= 100000 and x["cpu"] is None:
+            fail(f"a gap of {x['gap']} ns without the thread's CPU time: {x['line']}")
+        if x["cpu"] is not None and not x["timed"]:
+            fail(f"a call with a CPU time is not timed: {x['line']}")
+    # the thread that only computed: registered when it started, its
+    # 30 ms in the gap before its thread_end, on the CPU
+    other = [l for l in d.stdout.splitlines() if re.match(r"\d+ T[1-9]", l)]
+    ops = [l.split(" ")[2] for l in other]
+    if ops != ["thread_begin", "thread_end"]:
+        fail(f"the thread that makes no call: {other}")
+    m = re.search(r" gap=(\d+) .* cpu=(\d+) ", other[1])
+    if not m or int(m.group(1)) < 28 * MS or int(m.group(2)) < 20 * MS:
+        fail(f"the thread that computed 30 ms: {other[1]}")
+    last = [l for l in d.stdout.splitlines() if re.match(r"\d+ T0 ", l)][-1]
+    if " thread_end " not in last:
+        fail(f"the main thread's last event is not its end at exit: {last}")
+    print(f"ok: a thread that only computed runs from its start to its end, "
+          f"gap {int(m.group(1)) / MS:.1f} ms of which {int(m.group(2)) / MS:.1f} on the CPU; the main thread ends at exit")
     print("ok: calls on blocks of 1 MiB and 128 KiB carry their duration, small ones the thread's average")
 
 

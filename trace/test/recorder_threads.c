@@ -6,7 +6,8 @@
  * shadow map, flushes and exit path run in the sanitized program, on the
  * sanitizer's malloc.
  *
- * A forked child runs THREADS threads that allocate, realloc, free their
+ * A forked child runs THREADS threads (made by the recorder's
+ * pthread_create, so registered as they start) that allocate, realloc, free their
  * own blocks and hand blocks to the next thread through a mutex-guarded
  * mailbox, which frees them (remote frees), then exits; now and then a
  * realloc grows a block past 64 KiB (a timed call, and a timed free
@@ -33,6 +34,7 @@
 void *mmt_t_malloc(size_t);
 void *mmt_t_realloc(void *, size_t);
 void mmt_t_free(void *);
+int mmt_t_pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 #define THREADS 4
 #define ROUNDS 20000
@@ -86,7 +88,7 @@ static int child(void) {
   mmt_t_free(mmt_t_malloc(1));                      /* the main thread is traced too */
   for (int i = 0; i < THREADS; i++) pthread_mutex_init(&box[i].lock, NULL);
   pthread_t th[THREADS];
-  for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, work, (void *)(intptr_t)i);
+  for (int i = 0; i < THREADS; i++) mmt_t_pthread_create(&th[i], NULL, work, (void *)(intptr_t)i);
   for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
   for (int i = 0; i < THREADS; i++)
     while (box[i].n > 0) mmt_t_free(box[i].items[--box[i].n]);

@@ -2,7 +2,9 @@
  * check_times.py: between two of its 64-byte mallocs it computes for 40 ms
  * of its own CPU time, between the next two it sleeps 40 ms; then it makes
  * and frees blocks of 1 MiB and 128 KiB (calls a version 2 trace times)
- * and small ones (calls it does not). */
+ * and small ones (calls it does not).  Last it runs a thread that computes
+ * for 30 ms of its CPU time and makes no allocator call at all. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,13 +17,23 @@ static double cpu_s(void) {
 
 static volatile unsigned long sink;
 
-int main(void) {
-  void *a = malloc(64);
+static void burn(double seconds) {
   double t0 = cpu_s();
   unsigned long x = 1;
-  while (cpu_s() - t0 < 0.040)                   /* 40 ms of this thread's CPU */
+  while (cpu_s() - t0 < seconds)
     for (int i = 0; i < 10000; i++) x = x * 6364136223846793005ul + 1;
   sink = x;
+}
+
+static void *computer(void *arg) {
+  (void)arg;
+  burn(0.030);
+  return NULL;
+}
+
+int main(void) {
+  void *a = malloc(64);
+  burn(0.040);                                   /* 40 ms of this thread's CPU */
   void *b = malloc(64);
   struct timespec nap = {0, 40000000};           /* 40 ms blocked */
   nanosleep(&nap, NULL);
@@ -35,5 +47,7 @@ int main(void) {
   free(c);
   free(b);
   free(a);
+  pthread_t th;
+  if (pthread_create(&th, NULL, computer, NULL) != 0 || pthread_join(th, NULL) != 0) return 1;
   return 0;
 }
