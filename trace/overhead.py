@@ -6,6 +6,11 @@ call.  Results: bench/results/<date>-trace-overhead-<host>/ (results.csv,
 report.md).
 
     python3 trace/overhead.py [--reps N] [--build-dir build] [--cases a,b] [--out DIR]
+                              [--recorder NAME=BUILD_DIR]... [--no-heaptrack]
+
+--recorder adds another build's recorder (another commit's, built in
+BUILD_DIR) as one more mode, mmtrace-NAME, alternating with the others: a
+before/after comparison in one run.
 
 Cases: python (a two-thread CPython script with PYTHONMALLOC=malloc, every
 object through malloc), bwa (bwa mem -t 2 on the quick synthetic genome of
@@ -78,10 +83,11 @@ def cases(build, tmp):
     return out
 
 
-def run_once(cmd, env, mode, build, tmp):
+def run_once(cmd, env, mode, builds, tmp):
+    """builds: mode -> the build directory whose mmtrace records it."""
     e = dict(os.environ, **env)
-    if mode == "mmtrace":
-        cmd = [os.path.join(build, "mmtrace"), "record", "-o", os.path.join(tmp, "t.mmtrace"), "--"] + cmd
+    if mode in builds:
+        cmd = [os.path.join(builds[mode], "mmtrace"), "record", "-o", os.path.join(tmp, "t.mmtrace"), "--"] + cmd
     elif mode == "heaptrack":
         cmd = ["heaptrack", "-o", os.path.join(tmp, "h")] + cmd
     t0 = time.perf_counter()
@@ -115,11 +121,22 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--cases", default="")
     ap.add_argument("--out", default="")
+    ap.add_argument("--recorder", action="append", default=[], metavar="NAME=BUILD_DIR")
+    ap.add_argument("--no-heaptrack", action="store_true")
     a = ap.parse_args()
     build = os.path.abspath(a.build_dir)
-    modes = ["plain", "mmtrace"] + (["heaptrack"] if shutil.which("heaptrack") else [])
-    if "heaptrack" not in modes:
-        print("overhead: heaptrack is not installed (apt-get install heaptrack): left out", file=sys.stderr)
+    builds = {"mmtrace": build}
+    for spec in a.recorder:
+        name, sep, d = spec.partition("=")
+        if not sep or not name or not os.path.exists(os.path.join(d, "mmtrace")):
+            ap.error(f"--recorder {spec}: NAME=BUILD_DIR, with BUILD_DIR/mmtrace built")
+        builds[f"mmtrace-{name}"] = os.path.abspath(d)
+    modes = ["plain"] + list(builds)
+    if not a.no_heaptrack:
+        if shutil.which("heaptrack"):
+            modes.append("heaptrack")
+        else:
+            print("overhead: heaptrack is not installed (apt-get install heaptrack): left out", file=sys.stderr)
     tmp = tempfile.mkdtemp(prefix="mmtrace-overhead-")
     all_cases = cases(build, tmp)
     names = [c for c in (a.cases.split(",") if a.cases else all_cases) if c in all_cases]
@@ -132,7 +149,7 @@ def main():
                 for f in os.listdir(tmp):
                     if f.startswith(("t.mmtrace", "h.")):
                         os.unlink(os.path.join(tmp, f))
-                times[(c, m)].append(run_once(cmd, env, m, build, tmp))
+                times[(c, m)].append(run_once(cmd, env, m, builds, tmp))
                 if m == "mmtrace" and c not in sizes:
                     sizes[c] = trace_size(build, tmp)
             print(f"rep {rep + 1}/{a.reps} {c}: " + ", ".join(f"{m} {times[(c, m)][-1]:.2f} s" for m in modes),
@@ -146,18 +163,24 @@ def main():
         for (c, m), ts in times.items():
             for i, t in enumerate(ts):
                 f.write(f"{c},{m},{i},{t:.4f}\n")
+    others = [m for m in modes if m not in ("plain", "mmtrace")]
+    command = " ".join(["python3 trace/overhead.py", f"--reps {a.reps}"]
+                       + ([f"--cases {a.cases}"] if a.cases else [])
+                       + [f"--recorder {r.partition('=')[0]}=..." for r in a.recorder]
+                       + (["--no-heaptrack"] if a.no_heaptrack else []))
     lines = ["# Tracing overhead", "",
-             f"`python3 trace/overhead.py --reps {a.reps}` on {host} ({os.cpu_count()} CPUs), "
+             f"`{command}` on {host} ({os.cpu_count()} CPUs), "
              f"{datetime.date.today().isoformat()}. Median wall time of {a.reps} runs, modes alternating; "
              "ratio to the untraced run; trace bytes per recorded call.", "",
-             "| case | untraced s | mmtrace s | ratio | heaptrack s | ratio | calls | bytes/call |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| case | untraced s | mmtrace s | ratio | " + "".join(f"{m} s | ratio | " for m in others)
+             + "calls | bytes/call |",
+             "|---|---|---|---|" + "---|---|" * len(others) + "---|---|"]
     for c in names:
         med = {m: statistics.median(times[(c, m)]) for m in modes}
         b, n = sizes.get(c, (0, 0))
-        ht = (f"{med['heaptrack']:.2f} | {med['heaptrack'] / med['plain']:.2f}" if "heaptrack" in med else "- | -")
+        rest = "".join(f"{med[m]:.2f} | {med[m] / med['plain']:.2f} | " for m in others)
         lines.append(f"| {c} | {med['plain']:.2f} | {med['mmtrace']:.2f} | {med['mmtrace'] / med['plain']:.2f} | "
-                     f"{ht} | {n} | {b / n if n else 0:.2f} |")
+                     f"{rest}{n} | {b / n if n else 0:.2f} |")
     open(os.path.join(out, "report.md"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
     shutil.rmtree(tmp, ignore_errors=True)
