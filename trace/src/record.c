@@ -48,9 +48,9 @@
  * its size (8 bytes per 16), not as large as itself, and a free misses the
  * cache less often (cachegrind on a CPython run: the recorder's free
  * missed the first-level cache 25% less often than with one entry per 8
- * bytes).  At most one 4 KiB shadow page per 8 KiB of such a heap.  Entry: seq (37 bits) << 27 | large (1 bit) << 26 |
- * (thread + 1) (22 bits) << 4 | epoch (4 bits); 0 means no traced block
- * starts there.  large: the block has MMT_TIMED_BYTES or more, so its
+ * bytes).  At most one 4 KiB shadow page per 8 KiB of such a heap.
+ * Entry: seq (37 bits) << 27 | large (1 bit) << 26 | (thread + 1) (22 bits)
+ * << 4 | epoch (4 bits); 0 means no traced block starts there.  large: the block has MMT_TIMED_BYTES or more, so its
  * release is timed.  The epoch changes in a forked child, so blocks the
  * child inherited read as unknown there.  A block past a thread's 2^37th,
  * or of a thread past the 2^22nd, gets no entry: its release is recorded
@@ -308,7 +308,7 @@ static void flush_foreign(tstate_t *t) {
   uint32_t bytes = (uint32_t)f, events = (uint32_t)(f >> 32);
   if (bytes > t->taken_bytes) {
     write_chunk(t, t->taken_bytes, bytes - t->taken_bytes, events - t->taken_events,
-              atomic_load_explicit(&t->busy, memory_order_relaxed));
+                atomic_load_explicit(&t->busy, memory_order_relaxed));
     t->taken_bytes = bytes;
     t->taken_events = events;
   }
@@ -1069,7 +1069,9 @@ static void *thread_start(void *arg) {
 EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
   ensure_init();
   if (UNLIKELY(!real.pthread_create)) die("mmtrace: cannot find pthread_create under the tracer\n");
-  tstate_t *t = tracing ? state_new() : NULL;
+  /* a thread the allocator starts from inside a traced call (a purge
+   * thread, say) is not the program's: it is not registered */
+  tstate_t *t = tracing && !tls_depth ? state_new() : NULL;
   if (!t) return real.pthread_create(th, attr, fn, arg);
   t->start_fn = fn;
   t->start_arg = arg;

@@ -18,7 +18,7 @@
  * 1. prepare (once per trace, in a child, so that the measuring process
  *    stays small: Linux carries a parent's peak RSS into the ru_maxrss of
  *    the children it forks): one pass over the trace in file order writes
- *    one program per trace thread (fixed 56-byte ops) in a work directory,
+ *    one program per trace thread (compact ops: op_encode) in a work directory,
  *    and gives every block a slot in a table of live blocks.  A slot is
  *    reused for a new block of the thread that freed it (that thread's
  *    later calls come after its free in its own program), so the table
@@ -76,7 +76,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
-#include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -111,7 +110,72 @@ typedef struct {
   uint64_t dt_ns;                   /* the program's own time before the call (the trace's gap) */
   uint64_t at_ns;                   /* when the call began in the trace */
 } rop_t;
-_Static_assert(sizeof(rop_t) == 56, "a replay op is 56 bytes: patched in place by offset");
+
+/* An op on disk: 2 bytes (op, flags), the released slot and its
+ * generation as two u32 (at a fixed place, so that a release read before
+ * its block's allocation can be patched in place by offset), then
+ * varints: [slot2, gen2 if E_SLOT2], size, arg, dt_ns, at_ns less the
+ * previous op's (zigzag), [gap_cpu_us if E_CPU]: 12 to 25 bytes for most
+ * calls. */
+enum { E_SLOT2 = 2, E_CPU = 4 };    /* flags on disk, beside R_FAILED */
+#define OP_PATCH_AT 2               /* where slot and gen sit in an encoded op */
+#define OP_MAX (OP_PATCH_AT + 8 + 7 * MMT_VARINT_MAX)
+
+static size_t op_encode(unsigned char *out, const rop_t *o, uint64_t prev_at) {
+  unsigned char *q = out;
+  *q++ = o->op;
+  *q++ = (unsigned char)(o->flags | (o->slot2 != NO_SLOT ? E_SLOT2 : 0) | (o->gap_cpu_us != NO_CPU ? E_CPU : 0));
+  memcpy(q, &o->slot, 4);
+  memcpy(q + 4, &o->gen, 4);
+  q += 8;
+  if (o->slot2 != NO_SLOT) {
+    q = mmt_put_varint(q, o->slot2);
+    q = mmt_put_varint(q, o->gen2);
+  }
+  q = mmt_put_varint(q, o->size);
+  q = mmt_put_varint(q, o->arg);
+  q = mmt_put_varint(q, o->dt_ns);
+  q = mmt_put_varint(q, mmt_zigzag((int64_t)(o->at_ns - prev_at)));
+  if (o->gap_cpu_us != NO_CPU) q = mmt_put_varint(q, o->gap_cpu_us);
+  return (size_t)(q - out);
+}
+
+static uint64_t op_varint(const unsigned char **p, const unsigned char *end, bool *ok) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < MMT_VARINT_MAX && *p < end; i++) {
+    unsigned c = *(*p)++;
+    v |= (uint64_t)(c & 0x7f) << (7 * i);
+    if (!(c & 0x80)) return v;
+  }
+  *ok = false;
+  return 0;
+}
+
+/* Decodes one op from [p, end); its length, or 0 if it is cut there. */
+static size_t op_decode(const unsigned char *p, const unsigned char *end, rop_t *o, uint64_t prev_at) {
+  const unsigned char *start = p;
+  if (end - p < OP_PATCH_AT + 8) return 0;
+  o->op = p[0];
+  unsigned flags = p[1];
+  o->flags = (uint8_t)(flags & R_FAILED);
+  o->unused = 0;
+  o->gen2 = 0;
+  memcpy(&o->slot, p + 2, 4);
+  memcpy(&o->gen, p + 6, 4);
+  p += OP_PATCH_AT + 8;
+  bool ok = true;
+  o->slot2 = NO_SLOT;
+  if (flags & E_SLOT2) {
+    o->slot2 = (uint32_t)op_varint(&p, end, &ok);
+    o->gen2 = (uint32_t)op_varint(&p, end, &ok);
+  }
+  o->size = op_varint(&p, end, &ok);
+  o->arg = op_varint(&p, end, &ok);
+  o->dt_ns = op_varint(&p, end, &ok);
+  o->at_ns = prev_at + (uint64_t)mmt_unzigzag(op_varint(&p, end, &ok));
+  o->gap_cpu_us = flags & E_CPU ? (uint32_t)op_varint(&p, end, &ok) : NO_CPU;
+  return ok ? (size_t)(p - start) : 0;
+}
 
 /* ---- prepare ------------------------------------------------------------- */
 
@@ -122,6 +186,7 @@ typedef struct {
   size_t fill;                      /* bytes in buf, not yet written */
   uint64_t written;                 /* bytes in the file */
   uint64_t last_ns, begin_ns, end_ns, ops;
+  uint64_t last_at;                 /* the at_ns of its last op (ops store the difference) */
   bool begun, ended;
   uint32_t *free_slots;             /* slots this thread freed: its next blocks' */
   size_t nfree, capfree;
@@ -210,10 +275,10 @@ static uint64_t prog_add(prep_t *p, uint64_t t, const rop_t *op) {
     th->buf = malloc(PROG_BUF);
     if (!th->buf) mmt_oom();
   }
-  if (th->fill + sizeof *op > PROG_BUF) prog_flush(p, t);
+  if (th->fill + OP_MAX > PROG_BUF) prog_flush(p, t);
   uint64_t off = th->written + th->fill;
-  memcpy(th->buf + th->fill, op, sizeof *op);
-  th->fill += sizeof *op;
+  th->fill += op_encode(th->buf + th->fill, op, th->last_at);
+  th->last_at = op->at_ns;
   th->ops++;                          /* the file's ops */
   if (op->op != MMT_THREAD_END) p->ops++;   /* the calls */
   if (mmt_op_is_cxx(op->op & MMT_OP_MASK)) p->cxx++;
@@ -224,7 +289,7 @@ static uint64_t prog_add(prep_t *p, uint64_t t, const rop_t *op) {
 static void prog_patch(prep_t *p, uint64_t t, uint64_t off, uint32_t slot, uint32_t gen) {
   pthread_prog_t *th = &p->th[t];
   uint32_t v[2] = {slot, gen};
-  size_t field = offsetof(rop_t, slot);
+  size_t field = OP_PATCH_AT;
   if (off >= th->written) {
     memcpy(th->buf + (off - th->written) + field, v, sizeof v);
     return;
@@ -766,19 +831,26 @@ static uint64_t wait_ready(const rop_t *o) {
 
 static uint64_t run_nslots;
 
-/* A thread program read in order, 512 ops at a time. */
+/* A thread program read in order: 64 KiB of encoded ops at a time,
+ * decoded one at a time as the thread comes to it. */
+#define RAW_BUF 65536
 typedef struct {
   int fd;
   char path[PROG_PATH_MAX];
-  rop_t buf[512];
-  size_t i, n;
+  rop_t cur;                        /* the next op, when have */
+  bool have, eof;
+  unsigned char raw[RAW_BUF];
+  size_t raw_at, raw_end;
+  uint64_t last_at;
 } op_reader_t;
 
 /* Opens thread t's program; false (after a message) if it has ops and
  * cannot be opened; a thread without ops may have no file. */
 static bool reader_open(op_reader_t *r, uint64_t t, uint64_t ops) {
   snprintf(r->path, sizeof r->path, "%s/thread-%" PRIu64 ".ops", run_dir, t);
-  r->i = r->n = 0;
+  r->have = r->eof = false;
+  r->raw_at = r->raw_end = 0;
+  r->last_at = 0;
   r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
   if (r->fd < 0 && ops) {
     fprintf(stderr, "mmtrace replay-run: %s: %s\n", r->path, strerror(errno));
@@ -789,27 +861,35 @@ static bool reader_open(op_reader_t *r, uint64_t t, uint64_t ops) {
 
 /* The next op, not taken; NULL at the end. */
 static const rop_t *reader_peek(op_reader_t *r) {
-  if (r->i < r->n) return &r->buf[r->i];
+  if (r->have) return &r->cur;
   if (r->fd < 0) return NULL;
-  size_t got = 0;
-  for (;;) {
-    ssize_t m = read(r->fd, (char *)r->buf + got, sizeof r->buf - got);
-    if (m < 0 && errno == EINTR) continue;
-    if (m < 0) { fprintf(stderr, "mmtrace replay-run: %s: %s\n", r->path, strerror(errno)); exit(3); }
-    if (m == 0) break;
-    got += (size_t)m;
-    if (got % sizeof(rop_t) == 0) break;     /* else a short read mid-op: read the rest */
+  if (r->raw_end - r->raw_at < OP_MAX && !r->eof) {     /* refill: the rest moved to the front */
+    memmove(r->raw, r->raw + r->raw_at, r->raw_end - r->raw_at);
+    r->raw_end -= r->raw_at;
+    r->raw_at = 0;
+    while (r->raw_end < RAW_BUF) {
+      ssize_t m = read(r->fd, r->raw + r->raw_end, RAW_BUF - r->raw_end);
+      if (m < 0 && errno == EINTR) continue;
+      if (m < 0) { fprintf(stderr, "mmtrace replay-run: %s: %s\n", r->path, strerror(errno)); exit(3); }
+      if (m == 0) { r->eof = true; break; }
+      r->raw_end += (size_t)m;
+    }
   }
-  if (got % sizeof(rop_t)) { fprintf(stderr, "mmtrace replay-run: %s: truncated\n", r->path); exit(3); }
-  r->i = 0;
-  r->n = got / sizeof(rop_t);
-  if (!r->n) {
+  if (r->raw_at == r->raw_end) {
     close(r->fd);
     r->fd = -1;
     return NULL;
   }
-  return &r->buf[0];
+  size_t len = op_decode(r->raw + r->raw_at, r->raw + r->raw_end, &r->cur, r->last_at);
+  if (!len) { fprintf(stderr, "mmtrace replay-run: %s: truncated\n", r->path); exit(3); }
+  r->last_at = r->cur.at_ns;
+  r->raw_at += len;
+  r->have = true;
+  return &r->cur;
 }
+
+/* Past the op reader_peek gave. */
+static void reader_next(op_reader_t *r) { r->have = false; }
 
 /* What a replay thread carries from one op to the next. */
 typedef struct {
@@ -875,7 +955,7 @@ static void *replay_thread(void *arg) {
   const rop_t *o;
   while ((o = reader_peek(r)) != NULL) {
     replay_op(o, me, &pc);
-    r->i++;
+    reader_next(r);
   }
   if (r->fd >= 0) close(r->fd);
   atomic_store_explicit(&progress[me].at, UINT64_MAX, memory_order_release);
@@ -942,7 +1022,7 @@ static void *replay_group(void *arg) {
     b.sleep_ns = 0;
     uint64_t me = g->member[best]->thread;
     replay_op(reader_peek(&r[best]), me, &pc);
-    r[best].i++;
+    reader_next(&r[best]);
     const rop_t *next = reader_peek(&r[best]);
     atomic_store_explicit(&progress[me].at, next ? next->at_ns : UINT64_MAX, memory_order_release);
   }

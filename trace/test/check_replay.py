@@ -18,6 +18,7 @@ blocks (12 bytes each) and the C++ library counted.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -93,6 +94,17 @@ def main():
         replay(mmtrace, trace, lib)
         print(f"ok: the {mode} trace replays on glibc and {os.path.basename(lib)}, every call as in the trace")
     trace = os.path.join(work, "churn.mmtrace")
+    # the thread programs on disk: compact ops, at most 32 bytes a call
+    keep = os.path.join(work, "churn-keep")
+    shutil.rmtree(keep, ignore_errors=True)
+    r = run([mmtrace, "replay", trace, "--alloc", "glibc", "--reps", "1", "--speed", "0", "--keep", keep])
+    m = re.search(r"^mmtrace replay: (\d+) calls in", r.stderr, re.M)
+    if r.returncode != 0 or not m:
+        fail(f"replay --keep: status {r.returncode}: {r.stderr[-500:]}")
+    disk = sum(os.path.getsize(os.path.join(keep, f)) for f in os.listdir(keep) if f.endswith(".ops"))
+    if disk > 32 * int(m.group(1)):
+        fail(f"the thread programs take {disk} bytes for {m.group(1)} calls, over 32 a call")
+    print(f"ok: the thread programs take {disk / int(m.group(1)):.1f} bytes a call")
     replay(mmtrace, trace, lib, ["--speed", "0", "--copies", "3"], threads=15)
     print("ok: three copies of the churn trace's threads side by side, every call as in the trace")
     # --threads K: the 5 traced threads folded onto fewer (their calls
