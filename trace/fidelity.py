@@ -5,7 +5,9 @@ allocator and replayed on every allocator (`mmtrace replay`, default
 speed: the recorded work between calls kept), several repetitions,
 allocators alternating.  Per program: Kendall's tau between the two
 rankings by median time, and each allocator's replayed peak RSS against
-its real one.  Results: bench/results/<date>-trace-fidelity-<host>/.
+its real one.  Results: bench/results/<date>-<HHMM>-trace-fidelity-<host>/
+(--out DIR to choose), as bench/run.py names its own: a second run the same
+day does not overwrite the first.
 
     python3 trace/fidelity.py [--reps N] [--size tiny|quick] [--cases a,b] [--build-dir build] [--out DIR]
 
@@ -196,7 +198,7 @@ def main():
               "; replay " + ", ".join(f"{n} {pt.get(n, 0):.3f}s/{pr.get(n, 0):.0f}M" for n in rt), file=sys.stderr)
     host = platform.node() or "host"
     out = a.out or os.path.join(ROOT, "bench", "results",
-                                f"{datetime.date.today().isoformat()}-trace-fidelity-{host}")
+                                f"{datetime.datetime.now().strftime('%Y-%m-%d-%H%M')}-trace-fidelity-{host}")
     os.makedirs(out, exist_ok=True)
     alloc_names = [x.name for x in allocs]
     with open(os.path.join(out, "results.csv"), "w") as f:

@@ -2,8 +2,9 @@
 """overhead.py — what tracing costs: each program run untraced, under
 `mmtrace record` and under heaptrack, alternating, several repetitions;
 median wall time, the ratio to the untraced run, and the trace's bytes per
-call.  Results: bench/results/<date>-trace-overhead-<host>/ (results.csv,
-report.md).
+call.  Results: bench/results/<date>-<HHMM>-trace-overhead-<host>/
+(results.csv, report.md; --out DIR to choose), as bench/run.py names its
+own: a second run the same day does not overwrite the first.
 
     python3 trace/overhead.py [--reps N] [--build-dir build] [--cases a,b] [--out DIR]
                               [--recorder NAME=BUILD_DIR]... [--no-heaptrack]
@@ -156,7 +157,7 @@ def main():
                   file=sys.stderr)
     host = platform.node() or "host"
     out = a.out or os.path.join(ROOT, "bench", "results",
-                                f"{datetime.date.today().isoformat()}-trace-overhead-{host}")
+                                f"{datetime.datetime.now().strftime('%Y-%m-%d-%H%M')}-trace-overhead-{host}")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "results.csv"), "w") as f:
         f.write("case,mode,rep,seconds\n")
