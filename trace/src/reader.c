@@ -215,19 +215,12 @@ static rthread_t *thread_of(mmt_reader_t *r, uint64_t t) {
 }
 
 static bool pay_varint(mmt_reader_t *r, uint64_t *v, const char *what) {
-  uint64_t x = 0;
-  for (unsigned i = 0; i < MMT_VARINT_MAX; i++) {
-    if (r->pos >= r->end) {
-      fail(r, r->chunk_off, "malformed chunk: the %s of an event runs past the payload's end", what);
-      return false;
-    }
-    unsigned c = r->payload[r->pos++];
-    if (i == 9 && (c & 0x7e)) break;
-    x |= (uint64_t)(c & 0x7f) << (7 * i);
-    if (!(c & 0x80)) { *v = x; return true; }
-  }
-  fail(r, r->chunk_off, "malformed chunk: the %s of an event is a varint over 64 bits", what);
-  return false;
+  const unsigned char *p = r->payload + r->pos;
+  int k = mmt_get_varint(&p, r->payload + r->end, v);
+  r->pos = (size_t)(p - r->payload);
+  if (k == 0) fail(r, r->chunk_off, "malformed chunk: the %s of an event runs past the payload's end", what);
+  if (k < 0) fail(r, r->chunk_off, "malformed chunk: the %s of an event is a varint over 64 bits", what);
+  return k > 0;
 }
 
 /* The next record; true when a chunk's events are ready (or the end). */

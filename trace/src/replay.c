@@ -140,15 +140,11 @@ static size_t op_encode(unsigned char *out, const rop_t *o, uint64_t prev_at) {
   return (size_t)(q - out);
 }
 
+/* One varint of an op; *ok turns false if it is cut or malformed. */
 static uint64_t op_varint(const unsigned char **p, const unsigned char *end, bool *ok) {
   uint64_t v = 0;
-  for (unsigned i = 0; i < MMT_VARINT_MAX && *p < end; i++) {
-    unsigned c = *(*p)++;
-    v |= (uint64_t)(c & 0x7f) << (7 * i);
-    if (!(c & 0x80)) return v;
-  }
-  *ok = false;
-  return 0;
+  if (mmt_get_varint(p, end, &v) <= 0) *ok = false;
+  return v;
 }
 
 /* Decodes one op from [p, end); its length, or 0 if it is cut there. */

@@ -197,6 +197,20 @@ static inline unsigned char *mmt_put_varint(unsigned char *p, uint64_t v) {
   return p;
 }
 
+/* Reads the varint at *p, which must end before `end`: 1 with *v set and
+ * *p past it; 0 if it runs past `end`; -1 if it is over 64 bits. */
+static inline int mmt_get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v) {
+  uint64_t x = 0;
+  for (unsigned i = 0; i < MMT_VARINT_MAX; i++) {
+    if (*p >= end) return 0;
+    unsigned c = *(*p)++;
+    if (i == 9 && (c & 0x7e)) return -1;
+    x |= (uint64_t)(c & 0x7f) << (7 * i);
+    if (!(c & 0x80)) { *v = x; return 1; }
+  }
+  return -1;
+}
+
 static inline uint64_t mmt_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t mmt_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
