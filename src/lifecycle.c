@@ -120,7 +120,7 @@ MM_NOINLINE thread_heap_t *thread_heap_init_current(void) {
   thread_heap_t *th = thread_heap_create();
   if (!th) return NULL;
   thread_heap_lock(th); /* a taker may still be at its previous thread's inbox */
-  thread_heap_init_fresh(th, th->local);
+  thread_heap_init_fresh(th);
   thread_heap_unlock(th);
   mm_thread_heap = th;
   pthread_setspecific(thread_key, th); /* after the TLS: it may allocate */

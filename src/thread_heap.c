@@ -135,8 +135,9 @@ thread_heap_t *thread_heap_create(void) {
 }
 
 /* Reset a thread heap for a new thread, holding its lock (a taker may
- * still be at its previous thread's inbox, which is kept). */
-void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local) {
+ * still be at its previous thread's inbox, which is kept); its local heap
+ * is the one thread_heap_create bound it to. */
+void thread_heap_init_fresh(thread_heap_t *th) {
   mm_assert_internal(thread_heap_locked(th));
   for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++) th->direct[k] = &mm_page_empty;
   memset(th->queue, 0, sizeof(th->queue));
@@ -144,7 +145,6 @@ void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local) {
   memset(&th->empty, 0, sizeof(th->empty));
   th->empty_bytes = 0;
   memset(th->out, 0, sizeof(th->out));
-  th->local = local;
   th->tid = mm_thread_id();
   th->slow_calls = 0;
   th->classes_paged = 0;
@@ -359,7 +359,6 @@ static size_t empty_cap(void) {
  * allocates again); else it goes on th's empty list, the oldest kept pages
  * going home to make room under empty_cap (or it goes home itself when it
  * alone is over the cap). */
-
 void thread_heap_page_empty(thread_heap_t *th, extent_t *page) {
   mm_assert_internal(thread_heap_locked(th));
   extent_list_t *q = &th->queue[page->size_class];

@@ -164,7 +164,7 @@ void thread_heap_direct_update(thread_heap_t *th, unsigned c);
 /* the registry */
 void thread_heap_registry_init(uint32_t n);
 thread_heap_t *thread_heap_create(void);
-void thread_heap_init_fresh(thread_heap_t *th, local_heap_t *local);
+void thread_heap_init_fresh(thread_heap_t *th);
 void thread_heap_mark_dead(thread_heap_t *th);
 void thread_heap_counts(uint32_t heap, uint64_t *live, uint64_t *dead);
 bool thread_heap_foreach_dead(uint32_t heap, bool try, void (*visit)(thread_heap_t *, void *),
