@@ -349,6 +349,7 @@ again:
   }
   rthread_t *t = &r->threads[r->chunk_thread];
   memset(ev, 0, sizeof *ev);
+  ev->stamped = true;
   ev->thread = r->chunk_thread;
   ev->offset = r->chunk_off;
   if (r->pos >= r->end)
@@ -414,12 +415,17 @@ again:
     if (!pay_varint(r, &delta, "time") || (ev->timed && !pay_varint(r, &dur, "duration"))) return -1;
     uint64_t entry = t->last_ticks + delta, exit = entry + dur;
     if (entry < t->last_ticks || exit < entry) return fail(r, r->chunk_off, "malformed chunk: time overflows");
+    /* delta 0 on an untimed call: the clock was not read (a dense
+     * burst); the call is taken to begin with its predecessor, and the
+     * next stamped call's delta spans both, less both calls' ticks */
+    bool unstamped = delta == 0 && !ev->timed;
     uint64_t gap = delta > t->last_busy ? delta - t->last_busy : 0;
     ev->time_ns = to_ns(r, t, entry);
     ev->gap_ns = ev->work_ns = ticks_to_ns(r, gap);
     ev->dur_ns = ticks_to_ns(r, dur);
+    ev->stamped = !unstamped;
     t->last_ticks = entry;
-    t->last_busy = dur;
+    t->last_busy = unstamped ? t->last_busy + dur : dur;
     if (t->cpu_pending) {
       /* the CPU time since the last stamp, less the time since then that
        * was not this gap (calls and short gaps, taken as computing), is

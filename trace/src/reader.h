@@ -34,6 +34,7 @@ typedef struct mmt_event {
   uint64_t work_ns;     /* the gap less the recorder's own time in it: the program's */
   uint64_t dur_ns;      /* the call's time: the allocator's and the recorder's */
   bool timed;           /* dur_ns was measured (else it is the thread's sampled average) */
+  bool stamped;         /* time_ns was read at this call (else it is its predecessor's) */
   bool gap_cpu_known;   /* after a long gap (version 2): how much of it the thread computed */
   uint64_t gap_cpu_ns;  /* ... in ns, at most gap_ns; the rest it was blocked */
   uint64_t size, nmemb, align;

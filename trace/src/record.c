@@ -156,9 +156,12 @@ typedef struct tstate {
                                         the replay to take off the deltas; relaxed: a foreign
                                         flush reads it) */
   uint64_t cpu0;                     /* the thread's CPU time (ns) at its thread_begin */
-  uint32_t sample;                   /* untimed events since the last sample of busy */
+  uint32_t sample;                   /* stamped untimed events since the last sample of busy */
   uint32_t ev_events;                /* events in the one being appended (2 with a CPU event) */
   bool ev_timed;                     /* the one being appended carries its dur */
+  bool stamped;                      /* the call being recorded read the clock (entry is its) */
+  uint32_t skip;                     /* calls that may still go unstamped (a dense burst) */
+  uint32_t window;                   /* calls since the last stamped one, counting this one */
   uint64_t nblocks;                  /* blocks it has been given: the next id's n */
   uint64_t last_remote;              /* n of its previous reference to another thread's block */
   unsigned rounds;                   /* pthread key destructor rounds seen */
@@ -327,6 +330,32 @@ static void flush_all(bool in_signal) {
 
 /* ---- events ---------------------------------------------------------------- */
 
+/* Stamping.  A clock read costs 12-18 ns (the time-stamp counter on the
+ * 2-core VM and on a 16-core KVM guest), as much as the rest of the
+ * recorder, so a thread in a dense burst reads it on one call in
+ * SKIP_CALLS + 1: after a stamped call whose window (the calls since the
+ * previous stamp) averaged less than a DENSE_DIV-th of a long gap (1.6 us)
+ * per call, the next SKIP_CALLS calls go unstamped unless they are timed.
+ * An unstamped call's delta is 0 and its time is its stamped
+ * predecessor's; the next stamped call's delta spans the window, so the
+ * thread's total time is exact and only its split inside the window is
+ * lost.  A long gap inside a window shows at the window's end, at most
+ * SKIP_CALLS calls late. */
+#define SKIP_CALLS 7
+#define DENSE_DIV 64
+
+/* Whether this call reads the clock (must: a timed call, which needs its
+ * entry); before the real call. */
+static inline void stamp(tstate_t *t, bool must) {
+  if (LIKELY(t->skip) && !must) {
+    t->skip--;
+    t->stamped = false;
+    return;
+  }
+  t->stamped = true;
+  t->entry = now_ticks();
+}
+
 /* The CPU event before a call that follows a long gap. */
 static __attribute__((noinline)) unsigned char *put_cpu(tstate_t *t, unsigned char *q) {
   uint64_t c = thread_cpu_ns();
@@ -341,14 +370,28 @@ static __attribute__((noinline)) unsigned char *put_cpu(tstate_t *t, unsigned ch
  * just after the real call (dur).  Called right after the real call. */
 static inline unsigned char *ev_begin(tstate_t *t, unsigned op, bool timed) {
   unsigned char *q = t->buf + (uint32_t)atomic_load_explicit(&t->fill, memory_order_relaxed);
-  uint64_t delta = t->entry - t->last_entry;
   t->ev_events = 1;
-  if (UNLIKELY(t->entry - t->last_done >= atomic_load_explicit(&long_ticks, memory_order_relaxed))) {
+  if (UNLIKELY(timed && !t->stamped)) stamp(t, true);   /* callers stamp timed calls first */
+  if (!t->stamped) {                 /* delta 0: the clock was not read */
+    *q++ = (unsigned char)op;
+    *q++ = 0;
+    t->window++;
+    t->ev_timed = false;
+    return q;
+  }
+  uint64_t delta = t->entry - t->last_entry;
+  if (UNLIKELY(!delta)) delta = 1;   /* a read clock gives at least 1 */
+  uint64_t long_gap = atomic_load_explicit(&long_ticks, memory_order_relaxed);
+  if (UNLIKELY(t->entry - t->last_done >= long_gap)) {
     q = put_cpu(t, q);
     timed = true;
   }
   *q++ = (unsigned char)(op | (timed ? MMT_TIMED : 0));
   q = mmt_put_varint(q, delta);
+  /* calls closer together than DENSE_DIV-th of a long gap, on average
+   * since the last stamp: the next SKIP_CALLS may go unstamped */
+  t->skip = delta < t->window * (long_gap / DENSE_DIV) ? SKIP_CALLS : 0;
+  t->window = 1;
   t->last_done = t->entry;
   if (timed) {
     uint64_t exit = now_ticks();
@@ -366,7 +409,7 @@ static inline void ev_end(tstate_t *t, unsigned char *q) {
   atomic_store_explicit(&t->fill, bytes | ((f >> 32) + t->ev_events) << 32, memory_order_release);
   if (UNLIKELY(bytes >= BUF_BYTES)) {
     flush_own(t);
-  } else if (!t->ev_timed && UNLIKELY(++t->sample == 16)) {   /* one in 16: what a call costs */
+  } else if (!t->ev_timed && t->stamped && UNLIKELY(++t->sample == 16)) {   /* one stamped call in 16: what a call costs */
     t->sample = 0;
     uint64_t c = now_ticks() - t->entry;
     uint64_t b = atomic_load_explicit(&t->busy, memory_order_relaxed);
@@ -391,6 +434,8 @@ static tstate_t *state_new(void) {
 static void thread_begin(tstate_t *t, uint64_t now) {
   t->tidx = atomic_fetch_add(&next_tidx, 1);
   t->entry = t->last_entry = t->last_done = now;
+  t->skip = 0;
+  t->window = 1;
   atomic_store_explicit(&t->busy, 0, memory_order_relaxed);
   t->cpu0 = thread_cpu_ns();
   t->sample = 0;
@@ -426,7 +471,6 @@ static inline tstate_t *enter(void) {
     if (!t) return NULL;
   }
   tls_depth = 1;
-  t->entry = now_ticks();
   return t;
 }
 static inline void leave(void) { tls_depth = 0; }
@@ -450,7 +494,7 @@ static void thread_exit(void *arg) {
     return;
   }
   tls_depth = 1;
-  t->entry = now_ticks();
+  stamp(t, true);
   unsigned char *q = ev_begin(t, MMT_THREAD_END, false);
   ev_end(t, q);
   flush_own(t);
@@ -669,7 +713,7 @@ static void finish(void) {
   tls_depth = 1;
   tstate_t *t = tls_state;
   if (t && d == 0) {                 /* the exiting thread ends here: its work after its last call */
-    t->entry = now_ticks();
+    stamp(t, true);
     ev_end(t, ev_begin(t, MMT_THREAD_END, false));
   }
   flush_all(false);
@@ -781,11 +825,15 @@ static inline void ensure_init(void) {
 
 /* One allocation event: op, time, [align], [nmemb], size; then the new
  * block.  bytes: what it asked for (nmemb * size, saturated). */
+/* An allocation of nmemb * size bytes (saturated) is timed. */
+static inline bool alloc_large(size_t nmemb, size_t size) {
+  size_t bytes;
+  return __builtin_mul_overflow(nmemb, size, &bytes) || bytes >= MMT_TIMED_BYTES;
+}
+
 static inline void rec_alloc(tstate_t *t, unsigned op, size_t align, size_t nmemb, size_t size, void *p) {
   unsigned shape = mmt_op_shape(op);
-  size_t bytes = size;
-  if ((shape & MMT_HAS_NMEMB) && __builtin_mul_overflow(nmemb, size, &bytes)) bytes = SIZE_MAX;
-  bool large = bytes >= MMT_TIMED_BYTES;
+  bool large = alloc_large(shape & MMT_HAS_NMEMB ? nmemb : 1, size);
   unsigned char *q = ev_begin(t, op | (p ? 0 : MMT_FAILED), large);
   if (shape & MMT_HAS_ALIGN) q = mmt_put_varint(q, align);
   if (shape & MMT_HAS_NMEMB) q = mmt_put_varint(q, nmemb);
@@ -810,6 +858,7 @@ EXPORT void *malloc(size_t n) {
   ensure_init();
   if (UNLIKELY(!real.malloc)) return boot_alloc(n);
   tstate_t *t = enter();
+  if (t) stamp(t, n >= MMT_TIMED_BYTES);
   void *p = real.malloc(n);
   if (t) rec_alloc(t, MMT_MALLOC, 0, 0, n, p);
   return p;
@@ -819,6 +868,7 @@ EXPORT void *calloc(size_t k, size_t n) {
   ensure_init();
   if (UNLIKELY(!real.calloc)) return boot_alloc(k * n);   /* zeroed: static arena */
   tstate_t *t = enter();
+  if (t) stamp(t, alloc_large(k, n));
   void *p = real.calloc(k, n);
   if (t) rec_alloc(t, MMT_CALLOC, 0, k, n, p);
   return p;
@@ -830,6 +880,7 @@ static inline void release(unsigned op, void *p, size_t size, size_t align, void
   if (!t) { fn(p, size, align); return; }
   shadow_t *slot;
   uint64_t v = take_block(p, &slot);
+  stamp(t, block_large(v));
   fn(p, size, align);
   rec_release(t, op, p, v, size, align);
 }
@@ -859,12 +910,13 @@ static void *do_realloc(unsigned op, void *p, size_t k, size_t n) {
   if (!t) return op == MMT_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
   shadow_t *slot;
   uint64_t v = take_block(p, &slot);
-  void *r = op == MMT_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
   size_t bytes = n;
   if (op == MMT_REALLOCARRAY && __builtin_mul_overflow(k, n, &bytes)) bytes = SIZE_MAX;
+  bool large = bytes >= MMT_TIMED_BYTES;
+  stamp(t, large || block_large(v));
+  void *r = op == MMT_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
   bool keeps = !r && p && bytes != 0;   /* failed: p still live */
   if (keeps && slot) atomic_store_explicit(slot, v, memory_order_relaxed);
-  bool large = bytes >= MMT_TIMED_BYTES;
   unsigned flags = (r ? 0 : MMT_FAILED) | (r && r == p ? MMT_INPLACE : 0);
   unsigned char *q = ev_begin(t, op | flags, large || block_large(v));
   q = put_ref(t, q, p, v);
@@ -890,6 +942,7 @@ EXPORT void *reallocarray(void *p, size_t k, size_t n) {
 EXPORT int posix_memalign(void **out, size_t align, size_t n) {
   ensure_init();
   tstate_t *t = enter();
+  if (t) stamp(t, n >= MMT_TIMED_BYTES);
   int rc = real.posix_memalign(out, align, n);
   if (t) rc == 0 ? rec_alloc(t, MMT_POSIX_MEMALIGN, align, 0, n, *out)
                  : rec_alloc(t, MMT_POSIX_MEMALIGN, align, 0, n, NULL);
@@ -900,6 +953,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n) {
   EXPORT void *name(size_t align, size_t n) {                      \
     ensure_init();                                                 \
     tstate_t *t = enter();                                         \
+    if (t) stamp(t, n >= MMT_TIMED_BYTES);                         \
     void *p = real.name(align, n);                                 \
     if (t) rec_alloc(t, OP, align, 0, n, p);                       \
     return p;                                                      \
@@ -911,6 +965,7 @@ ALIGNED_FN(memalign, MMT_MEMALIGN)
   EXPORT void *name(size_t n) {                                    \
     ensure_init();                                                 \
     tstate_t *t = enter();                                         \
+    if (t) stamp(t, n >= MMT_TIMED_BYTES);                         \
     void *p = real.name(n);                                        \
     if (t) rec_alloc(t, OP, 0, 0, n, p);                           \
     return p;                                                      \
@@ -957,6 +1012,7 @@ static void new_unwound(new_guard_t *g) {
     NEXT(next, new_fn, sym)                                                \
     tstate_t *t = enter();                                                 \
     if (!t) return fn_(n);                                                 \
+    stamp(t, n >= MMT_TIMED_BYTES);                                        \
     GUARD(OP, 0);                                                          \
     void *p = fn_(n);                                                      \
     GUARD_DONE();                                                          \
@@ -968,6 +1024,7 @@ static void new_unwound(new_guard_t *g) {
     NEXT(next, new_nt_fn, sym)                                             \
     tstate_t *t = enter();                                                 \
     if (!t) return fn_(n, nt);                                             \
+    stamp(t, n >= MMT_TIMED_BYTES);                                        \
     void *p = fn_(n, nt);                                                  \
     rec_alloc(t, OP, 0, 0, n, p);                                          \
     return p;                                                              \
@@ -977,6 +1034,7 @@ static void new_unwound(new_guard_t *g) {
     NEXT(next, new_al_fn, sym)                                             \
     tstate_t *t = enter();                                                 \
     if (!t) return fn_(n, al);                                             \
+    stamp(t, n >= MMT_TIMED_BYTES);                                        \
     GUARD(OP, al);                                                         \
     void *p = fn_(n, al);                                                  \
     GUARD_DONE();                                                          \
@@ -988,6 +1046,7 @@ static void new_unwound(new_guard_t *g) {
     NEXT(next, new_al_nt_fn, sym)                                          \
     tstate_t *t = enter();                                                 \
     if (!t) return fn_(n, al, nt);                                         \
+    stamp(t, n >= MMT_TIMED_BYTES);                                        \
     void *p = fn_(n, al, nt);                                              \
     rec_alloc(t, OP, al, 0, n, p);                                         \
     return p;                                                              \
@@ -1096,6 +1155,7 @@ EXPORT void _Exit(int status) { _exit(status); }
 EXPORT pid_t fork(void) {
   ensure_init();
   tstate_t *t = enter();
+  if (t) stamp(t, true);
   pid_t pid = real.fork();
   if (pid != 0 && t) {                      /* the parent (or a failure) */
     unsigned char *q = ev_begin(t, MMT_FORK | (pid < 0 ? MMT_FAILED : 0), true);

@@ -277,6 +277,7 @@ static void mmt_print_event(FILE *o, const mmt_event_t *e) {
   if ((shape & MMT_RELEASES) && (shape & MMT_ALLOCATES) && e->ref != MMT_REF_IS_NULL && !e->released)
     fprintf(o, " kept");
   if (print_times && e->op != MMT_THREAD_BEGIN) {
+    if (!e->stamped) fprintf(o, " unstamped");
     fprintf(o, " gap=%" PRIu64 " dur%c%" PRIu64, e->gap_ns, e->timed ? '=' : '~', e->dur_ns);
     if (e->gap_cpu_known) fprintf(o, " cpu=%" PRIu64, e->gap_cpu_ns);
     fprintf(o, " work=%" PRIu64, e->work_ns);

@@ -44,7 +44,7 @@ def main():
             size = size.group(1) if size else None
             calls.append({"op": op, "size": int(size) if size else None, "gap": int(gap), "timed": mark == "=",
                           "dur": int(dur), "cpu": None if cpu is None else int(cpu), "work": int(work),
-                          "line": line})
+                          "stamped": " unstamped " not in line, "line": line})
     small = [i for i, c in enumerate(calls) if c["op"] == "malloc" and c["size"] == 64]
     if len(small) < 3:
         fail(f"expected three 64-byte mallocs, found {len(small)}:\n{d.stdout[-2000:]}")
@@ -78,6 +78,35 @@ def main():
             fail(f"a gap of {x['gap']} ns without the thread's CPU time: {x['line']}")
         if x["cpu"] is not None and not x["timed"]:
             fail(f"a call with a CPU time is not timed: {x['line']}")
+    # unstamped calls (the clock not read: a dense burst): untimed, gap 0,
+    # never more than 7 in a row; the burst of 128 small calls has them
+    run = 0
+    for x in calls:
+        if x["stamped"]:
+            run = 0
+            continue
+        run += 1
+        if run > 7:
+            fail(f"more than 7 unstamped calls in a row: {x['line']}")
+        if x["timed"] or x["gap"] != 0:
+            fail(f"an unstamped call that is timed or has a gap: {x['line']}")
+    start = next((i for i, x in enumerate(calls) if x["size"] == 32), None)
+    if start is None:
+        fail("the burst of 32-byte mallocs is missing")
+    burst = calls[start:start + 128]
+    unstamped = sum(not x["stamped"] for x in burst)
+    if unstamped < 64:
+        fail(f"the dense burst of 128 calls has {unstamped} unstamped calls, expected 7 in 8")
+    # 20 ms of computing after the burst: the gap shows at the first of the
+    # next eight mallocs that is stamped, the ones before it unstamped
+    after = [x for x in calls if x["op"] == "malloc" and x["size"] == 48]
+    if len(after) != 8:
+        fail(f"expected eight 48-byte mallocs, found {len(after)}")
+    first = next((x for x in after if x["stamped"]), None)
+    if first is None or first["gap"] < 18 * MS or first["cpu"] is None or first["cpu"] < 12 * MS:
+        fail(f"20 ms of computing after a dense burst: {[x['line'] for x in after]}")
+    print(f"ok: a burst of 128 calls, {unstamped} unstamped; the 20 ms after it shows at the "
+          f"{after.index(first) + 1}th call after it, gap {first['gap'] / MS:.1f} ms of which {first['cpu'] / MS:.1f} on the CPU")
     # the thread that only computed: registered when it started, its
     # 30 ms in the gap before its thread_end, on the CPU
     other = [l for l in d.stdout.splitlines() if re.match(r"\d+ T[1-9]", l)]

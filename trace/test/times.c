@@ -2,8 +2,13 @@
  * check_times.py: between two of its 64-byte mallocs it computes for 40 ms
  * of its own CPU time, between the next two it sleeps 40 ms; then it makes
  * and frees blocks of 1 MiB and 128 KiB (calls a version 2 trace times)
- * and small ones (calls it does not).  Last it runs a thread that computes
- * for 30 ms of its CPU time and makes no allocator call at all. */
+ * and small ones (calls it does not).  Then a dense burst of small calls
+ * (which the recorder stamps on one call in 8), 20 ms of computing, and
+ * eight more small mallocs: the gap shows at the first of them the
+ * recorder stamps.  Last it runs a thread that computes for 30 ms of its
+ * CPU time and makes no allocator call at all.  It starts with eight calls
+ * 300 us apart, so that whatever the C library's start-up did, the calls
+ * it measures are stamped. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +37,11 @@ static void *computer(void *arg) {
 }
 
 int main(void) {
+  struct timespec pause = {0, 300000};
+  for (int i = 0; i < 8; i++) {
+    free(malloc(16));
+    nanosleep(&pause, NULL);
+  }
   void *a = malloc(64);
   burn(0.040);                                   /* 40 ms of this thread's CPU */
   void *b = malloc(64);
@@ -47,6 +57,12 @@ int main(void) {
   free(c);
   free(b);
   free(a);
+  void *burst[64], *after[8];
+  for (int i = 0; i < 64; i++) burst[i] = malloc(32);
+  for (int i = 0; i < 64; i++) free(burst[i]);
+  burn(0.020);
+  for (int i = 0; i < 8; i++) after[i] = malloc(48);
+  for (int i = 0; i < 8; i++) free(after[i]);
   pthread_t th;
   if (pthread_create(&th, NULL, computer, NULL) != 0 || pthread_join(th, NULL) != 0) return 1;
   return 0;
