@@ -223,6 +223,28 @@ static inline uint64_t now_ticks(void) { return __rdtsc(); }
 static inline uint64_t now_ticks(void) { return mono_ns(); }
 #endif
 
+/* Both clocks now, read so that they agree: the ticks read on both sides
+ * of the nanoseconds, again while the two ticks are far apart (the thread
+ * was interrupted or moved between the reads), their midpoint taken.  A
+ * pair read 20 us apart once put every event of one chunk 20 us off the
+ * other threads' times. */
+#define PAIR_TICKS 4000u
+static void clock_pair(uint64_t *ns, uint64_t *ticks) {
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; i < 8 && best > PAIR_TICKS; i++) {
+    uint64_t a = now_ticks(), n = mono_ns(), b = now_ticks();
+    if (b >= a && b - a < best) {
+      best = b - a;
+      *ns = n;
+      *ticks = a + (b - a) / 2;
+    }
+  }
+  if (best == UINT64_MAX) {           /* the counter went back every time: take the last */
+    *ns = mono_ns();
+    *ticks = now_ticks();
+  }
+}
+
 /* A gap of LONG_GAP_NS or more gets the thread's CPU time (a CPU event).
  * long_ticks is that many ticks: 100,000 (100 us at 1 GHz, less at a
  * faster counter) until a chunk is written 1 ms or more after the start,
@@ -270,7 +292,10 @@ static void write_chunk(tstate_t *t, uint32_t from, uint32_t bytes, uint32_t eve
   q = mmt_put_varint(q, t->chunk_seq);
   q = mmt_put_varint(q, events);
   q = mmt_put_varint(q, bytes);
-  uint64_t ticks = now_ticks() - start_ticks, ns = mono_ns() - start_ns;
+  uint64_t ticks, ns;
+  clock_pair(&ns, &ticks);
+  ticks -= start_ticks;
+  ns -= start_ns;
   if (ns >= 1000000u)
     atomic_store_explicit(&long_ticks, (uint64_t)((unsigned __int128)ticks * LONG_GAP_NS / ns),
                           memory_order_relaxed);
@@ -335,7 +360,8 @@ static void flush_all(bool in_signal) {
  * recorder, so a thread in a dense burst reads it on one call in
  * SKIP_CALLS + 1: after a stamped call whose window (the calls since the
  * previous stamp) averaged less than a DENSE_DIV-th of a long gap (1.6 us)
- * per call, the next SKIP_CALLS calls go unstamped unless they are timed.
+ * per call, the next SKIP_CALLS calls go unstamped unless they are timed
+ * or release another thread's block (block_foreign).
  * An unstamped call's delta is 0 and its time is its stamped
  * predecessor's; the next stamped call's delta spans the window, so the
  * thread's total time is exact and only its split inside the window is
@@ -576,6 +602,13 @@ static inline uint64_t take_block(const void *p, shadow_t **slot) {
 }
 static inline bool block_known(uint64_t v) { return (v & 15) == epoch; }
 static inline bool block_large(uint64_t v) { return block_known(v) && (v & SH_LARGE); }
+/* A block another thread got.  Its release is always stamped: an
+ * unstamped call is given its predecessor's time, earlier than its own,
+ * and a reader must never see a block released before it was made (the
+ * replay orders its threads by these times). */
+static inline bool block_foreign(const tstate_t *t, uint64_t v) {
+  return block_known(v) && ((v >> 4) & ((1u << SH_TIDX_BITS) - 1)) - 1 != t->tidx;
+}
 
 static inline unsigned char *put_ref(tstate_t *t, unsigned char *q, const void *p, uint64_t v) {
   if (!p) return mmt_put_varint(q, MMT_REF_NULL);
@@ -673,8 +706,7 @@ static bool start_file(pid_t forked_from) {
   trace_fd = open_trace(base, is_root);
   if (trace_fd < 0) return false;
   trace_pid = getpid();
-  start_ns = mono_ns();
-  start_ticks = now_ticks();
+  clock_pair(&start_ns, &start_ticks);
   if (!write_header(forked_from)) {
     write_failed();
     return false;
@@ -880,7 +912,7 @@ static inline void release(unsigned op, void *p, size_t size, size_t align, void
   if (!t) { fn(p, size, align); return; }
   shadow_t *slot;
   uint64_t v = take_block(p, &slot);
-  stamp(t, block_large(v));
+  stamp(t, block_large(v) || block_foreign(t, v));
   fn(p, size, align);
   rec_release(t, op, p, v, size, align);
 }
@@ -913,7 +945,7 @@ static void *do_realloc(unsigned op, void *p, size_t k, size_t n) {
   size_t bytes = n;
   if (op == MMT_REALLOCARRAY && __builtin_mul_overflow(k, n, &bytes)) bytes = SIZE_MAX;
   bool large = bytes >= MMT_TIMED_BYTES;
-  stamp(t, large || block_large(v));
+  stamp(t, large || block_large(v) || block_foreign(t, v));
   void *r = op == MMT_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
   bool keeps = !r && p && bytes != 0;   /* failed: p still live */
   if (keeps && slot) atomic_store_explicit(slot, v, memory_order_relaxed);

@@ -105,6 +105,24 @@ def main():
     if disk > 32 * int(m.group(1)):
         fail(f"the thread programs take {disk} bytes for {m.group(1)} calls, over 32 a call")
     print(f"ok: the thread programs take {disk / int(m.group(1)):.1f} bytes a call")
+    # the trace's times order every release after its block's allocation
+    # (the replay trusts them to order its threads only then): a release of
+    # another thread's block is always stamped, and each chunk's clock pair
+    # is read so that its two clocks agree
+    with open(os.path.join(keep, "threads")) as f:
+        skew = re.match(r"slots \d+ skewed (\d+) ", f.readline())
+    if not skew or int(skew.group(1)) != 0:
+        fail(f"the churn trace has releases dated before their allocations: {skew and skew.group(0)}")
+    foreign = 0
+    for line in run([mmtrace, "dump", "--times", trace]).stdout.splitlines():
+        m = re.match(r"\d+ T(\d+) \S+ (\d+)\.\d+ ", line)
+        if m and m.group(1) != m.group(2):
+            foreign += 1
+            if " unstamped " in line:
+                fail(f"a release of another thread's block is unstamped: {line}")
+    if not foreign:
+        fail("the churn trace has no release of another thread's block")
+    print(f"ok: no release dated before its allocation; the {foreign} releases of another thread's block are stamped")
     replay(mmtrace, trace, lib, ["--speed", "0", "--copies", "3"], threads=15)
     print("ok: three copies of the churn trace's threads side by side, every call as in the trace")
     # --threads K: the 5 traced threads folded onto fewer (their calls
