@@ -226,8 +226,9 @@ static inline uint64_t now_ticks(void) { return mono_ns(); }
 /* Both clocks now, read so that they agree: the ticks read on both sides
  * of the nanoseconds, again while the two ticks are far apart (the thread
  * was interrupted or moved between the reads), their midpoint taken.
- * Read one after the other, a pair once put a 3 ms stretch of one
- * thread's calls up to 18 us off the other threads' times. */
+ * With the two read one after the other, a 3 ms stretch of one thread's
+ * calls was once dated up to 18 us off the other threads' times (most
+ * likely one interrupted pair); read this way, no longer. */
 #define PAIR_TICKS 4000u
 static void clock_pair(uint64_t *ns, uint64_t *ticks) {
   uint64_t best = UINT64_MAX;
