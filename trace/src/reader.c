@@ -417,7 +417,8 @@ again:
     if (entry < t->last_ticks || exit < entry) return fail(r, r->chunk_off, "malformed chunk: time overflows");
     /* delta 0 on an untimed call: the clock was not read (a dense
      * burst); the call is taken to begin with its predecessor, and the
-     * next stamped call's delta spans both, less both calls' ticks */
+     * next stamped call's delta spans the window, less the ticks of every
+     * call in it (last_busy sums them) */
     bool unstamped = delta == 0 && !ev->timed;
     uint64_t gap = delta > t->last_busy ? delta - t->last_busy : 0;
     ev->time_ns = to_ns(r, t, entry);

@@ -43,10 +43,12 @@
  *    condition) for all of it, or (a version 2 trace says) for the part the
  *    thread was not running: it spins the part it was, then waits until
  *    every other thread has replayed the calls before that time
- *    (wait_others), or, if none was behind, sleeps the rest (I/O, a timer).  And every 64 calls a thread waits until no other is
- *    more than 500 us of the trace's time behind it: the program's own
+ *    (wait_others), or, if none was behind, sleeps the rest (I/O, a
+ *    timer).  And every 64 calls a thread waits until no other is more
+ *    than 500 us of the trace's time behind it: the program's own
  *    hand-offs kept its threads that close (a producer ahead of its
- *    consumer would hold memory the program never held).  Every wait is for calls earlier in the trace's time
+ *    consumer would hold memory the program never held).  Every wait is
+ *    for calls earlier in the trace's time
  *    (a release begins after its block's allocation returned), so the
  *    thread waiting for the earliest time can always go on: the waits form
  *    no cycle.  A trace whose clock disagrees with that (a release stamped

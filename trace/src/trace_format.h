@@ -23,9 +23,11 @@
  * the x86 time-stamp counter; clock=monotonic: nanoseconds).  A chunk's ns
  * and ticks are both read when it was written, since the trace's start: an
  * event's time in ns is its ticks * ns / ticks of the chunk that holds it.
- * The recorder reads the clock once per call, when the call begins: each
- * event has `delta`, the ticks since the thread's previous call began (or
- * its THREAD_BEGIN).  A call's own time (the allocator's and the
+ * The recorder reads the clock at most once per call, when the call
+ * begins: each event has `delta`, the ticks since the thread's previous
+ * stamped call began (or its THREAD_BEGIN).  In a dense burst 7 calls in
+ * 8 are unstamped: delta 0 (untimed), the next stamped call's delta
+ * spanning them; a release of another thread's block is always stamped.  A call's own time (the allocator's and the
  * recorder's) is measured only for a TIMED event (event byte bit 7: a
  * call on a block of MMT_TIMED_BYTES or more, a fork, a call after a long
  * gap), which then carries `dur`; for the others the chunk's `busy` is the
