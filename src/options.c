@@ -14,7 +14,8 @@
  *   MMALLOC_PURGE_THREAD_MIB=N  once N MiB of free memory are held, a purge
  *                             thread gives it back on time even if no thread
  *                             calls the allocator (32; 0: never start it)
- *   MMALLOC_SECURE=1          secure-mode checks that can be chosen at run time
+ *   MMALLOC_SECURE=1|2        secure-mode checks that can be chosen at run time;
+ *                             2 carves blocks in a uniform shuffle
  *   MMALLOC_ZERO_ON_FREE=1    freed small blocks are zeroed (checked on reuse
  *                             in secure mode)
  */
@@ -40,6 +41,7 @@ options_t options = {
 uintptr_t mm_canary_key;
 uintptr_t mm_list_key;
 bool mm_slow_only;
+uint64_t mm_fill_word = 0xDFDFDFDFDFDFDFDFull;
 
 typedef struct option_desc_s {
   const char *name;
@@ -55,7 +57,7 @@ static const option_desc_t option_table[] = {
     {"hugepages", &options.hugepages, 0, 2, false},
     {"purge_delay_ms", &options.purge_delay_ms, 0, 1L << 30, false},
     {"purge_thread_mib", &options.purge_thread_mib, 0, 1L << 30, false},
-    {"secure", &options.secure, 0, 1, true},
+    {"secure", &options.secure, 0, 2, true},
     {"zero_on_free", &options.zero_on_free, 0, 1, true},
 };
 #define NOPTIONS (sizeof(option_table) / sizeof(option_table[0]))
@@ -96,7 +98,7 @@ void options_init(void) {
     *o->value = v;
   }
 #if MM_SECURE
-  options.secure = 1;
+  if (options.secure == 0) options.secure = 1;
 #endif
   errno = saved;
 }

@@ -28,7 +28,7 @@ typedef struct options_s {
   long hugepages;      /* MMALLOC_HUGEPAGES: 0 never, 1 always, 2 large blocks */
   long purge_delay_ms; /* MMALLOC_PURGE_DELAY_MS: idle time before purging */
   long purge_thread_mib; /* MMALLOC_PURGE_THREAD_MIB: free MiB that start the purge thread */
-  long secure;         /* MMALLOC_SECURE: run-time part of secure mode */
+  long secure;         /* MMALLOC_SECURE: run-time part of secure mode (2: uniform shuffle) */
   long zero_on_free;   /* MMALLOC_ZERO_ON_FREE: freed small blocks are zeroed */
 } options_t;
 extern options_t options;
@@ -47,10 +47,13 @@ long options_get(const char *name);
  * secret (odd, never 0).  mm_list_key: secure mode stores free-list links
  * xor'ed with it and the block's address (0 otherwise, so a plain link reads
  * the same either way).  mm_slow_only: the fast paths are off (secure mode,
- * zero on free, valgrind): every call takes the checked slow paths. */
+ * zero on free, valgrind): every call takes the checked slow paths.
+ * mm_fill_word: secure mode's fill pattern, eight bytes of 0xDF (zero with
+ * MMALLOC_ZERO_ON_FREE). */
 extern uintptr_t mm_canary_key;
 extern uintptr_t mm_list_key;
 extern bool mm_slow_only;
+extern uint64_t mm_fill_word;
 
 MM_HIDDEN_END
 

@@ -12,12 +12,14 @@
  * The checked modes (mm_slow_only: secure mode, zero on free, or valgrind)
  * bypass the fast paths and come through page_pop_checked and
  * block_on_free:
- *   secure:   links stored xor'ed (mm_list_key), blocks carved in random
- *             order, every freed block filled with a pattern (zero with
- *             MMALLOC_ZERO_ON_FREE) that is checked when it is handed out
- *             again: a write after free aborts with the block's address
- *             (blocks carved and never handed out are neither filled nor
- *             checked: MM_EXTENT_FRESH marks a free list of only those);
+ *   secure:   links stored xor'ed (mm_list_key), blocks carved in a random
+ *             order (two ascending lists; a uniform shuffle with
+ *             MMALLOC_SECURE=2), every freed block filled with a pattern
+ *             (zero with MMALLOC_ZERO_ON_FREE) that is checked when it is
+ *             handed out again: a write after free aborts with the block's
+ *             address (blocks carved and never handed out are neither
+ *             filled nor checked: MM_EXTENT_FRESH marks a free list of only
+ *             those);
  *   valgrind: every block is a MALLOCLIKE/FREELIKE block for memcheck, and
  *             free blocks are no-access except while the allocator reads
  *             or writes their two words.
@@ -48,20 +50,21 @@ bool block_is_free(const block_t *b) {
 }
 #endif
 
-/* A block the user just freed, in a checked mode: mark it, fill it. */
+/* A block the user just freed, in a checked mode: fill it, mark it, tell
+ * memcheck (page.h has the version without valgrind). */
+#if MM_VALGRIND
 void block_on_free(extent_t *page, block_t *b) {
-  if (options.secure && page->block_size > sizeof(block_t))
-    block_fill_range(b + 1, page->block_size - sizeof(block_t));
+  if (options.secure)
+    block_fill_body(b, page->block_size);
   else if (options.zero_on_free)
     memset(b, 0, page->block_size);
   block_vg_open(b);
   b->canary = block_canary_of(b);
   block_vg_close(b);
-#if MM_VALGRIND
   VALGRIND_FREELIKE_BLOCK(b, 0);
   VALGRIND_MAKE_MEM_NOACCESS(b, page->block_size);
-#endif
 }
+#endif
 
 static MM_COLD __attribute__((noreturn)) void written_after_free(const block_t *b, size_t at) {
   os_fatal("mmalloc: malloc(): block %p was written after it was freed (byte %zu changed)\n",
@@ -83,9 +86,10 @@ void *page_pop_checked(extent_t *page) {
     uint64_t off = (uintptr_t)next - page->page_start;
     if (next && (off >= (uint64_t)page->reserved * page->block_size || !page_offset_at_block(page, off)))
       written_after_free(b, 0);
-    size_t n = page->flags & MM_EXTENT_FRESH ? 0 : page->block_size - sizeof(block_t);
-    size_t at = block_fill_changed(b + 1, n);
-    if (unlikely(at < n)) written_after_free(b, sizeof(block_t) + at);
+    if (!(page->flags & MM_EXTENT_FRESH)) {
+      size_t at = block_body_changed(b, page->block_size);
+      if (unlikely(at < page->block_size - sizeof(block_t))) written_after_free(b, sizeof(block_t) + at);
+    }
   }
   page_take_block(page, b, next);
 #if MM_VALGRIND
@@ -115,12 +119,66 @@ void page_init(extent_t *page, unsigned cls) {
 #endif
 }
 
-/* xorshift64*: the shuffle of a secure page's blocks. */
+/* xorshift64*: the random order of a secure page's blocks. */
 static uint64_t shuffle_next(uint64_t *s) {
   *s ^= *s >> 12;
   *s ^= *s << 25;
   *s ^= *s >> 27;
   return *s * 0x2545F4914F6CDD1Dull;
+}
+
+/* A fresh block on a checked free list: its link (encoded), its canary. */
+static void carve_block(block_t *b, block_t *next) {
+  block_set_next(b, next);
+  block_vg_open(b);
+  b->canary = block_canary_of(b);
+  block_vg_close(b);
+}
+
+/* MMALLOC_SECURE=1: each block goes, by one random bit, to one of two
+ * lists kept in address order, handed out one after the other.  The
+ * program then meets the blocks as two ascending runs, which the hardware
+ * prefetcher follows (a uniform shuffle, below, costs up to twice the time
+ * of a loop that touches what it allocates: threadtest, knary).  Without
+ * `random` (zero on free, valgrind) one list: address order.  Walked from
+ * the top, so that each block is written once and each list comes out
+ * ascending; the low list's last block is then linked to the high list's
+ * first. */
+static block_t *carve_two_lists(char *first, uint32_t n, uint32_t size, uint64_t s, bool random) {
+  block_t *head[2] = {NULL, NULL}, *low_last = NULL;
+  uint64_t bits = 0;
+  for (uint32_t i = n; i-- > 0;) {
+    if (((n - 1 - i) & 63) == 0) bits = random ? shuffle_next(&s) : 0;
+    unsigned r = (unsigned)(bits >> 63);
+    bits <<= 1;
+    block_t *b = (block_t *)(first + (size_t)i * size);
+    if (r == 0 && !head[0]) low_last = b;
+    carve_block(b, head[r]);
+    head[r] = b;
+  }
+  if (!head[0]) return head[1];
+  if (head[1]) carve_block(low_last, head[1]);
+  return head[0];
+}
+
+/* MMALLOC_SECURE=2: a uniform shuffle (Fisher-Yates over the n indices):
+ * any block may follow any other. */
+static block_t *carve_shuffled(char *first, uint32_t n, uint32_t size, uint64_t s) {
+  uint16_t order[MM_EXTEND_BYTES / 16];
+  for (uint32_t i = 0; i < n; i++) order[i] = (uint16_t)i;
+  for (uint32_t i = n - 1; i > 0; i--) {
+    uint32_t j = (uint32_t)(((shuffle_next(&s) >> 32) * (i + 1)) >> 32); /* in [0, i], no divide */
+    uint16_t t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+  block_t *head = NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    block_t *b = (block_t *)(first + (size_t)order[n - 1 - i] * size);
+    carve_block(b, head);
+    head = b;
+  }
+  return head;
 }
 
 /* Carve the next blocks of the page onto its (empty) free list: in address
@@ -145,29 +203,11 @@ static void page_extend(extent_t *page) {
     b->canary = block_canary_of(b);
     page->free = (block_t *)first;
   } else {
-    /* A random order (secure mode): Fisher-Yates over the n indices.  Not
-     * filled: never handed out, these blocks are not checked either
-     * (MM_EXTENT_FRESH). */
-    uint16_t order[MM_EXTEND_BYTES / 16];
+    /* The checked modes.  Not filled: never handed out, these blocks are
+     * not checked either (MM_EXTENT_FRESH). */
     uint64_t s = mm_list_key ^ (uintptr_t)first ^ 0x9E3779B97F4A7C15ull;
-    for (uint32_t i = 0; i < n; i++) order[i] = (uint16_t)i;
-    if (options.secure)
-      for (uint32_t i = n - 1; i > 0; i--) {
-        uint32_t j = (uint32_t)(((shuffle_next(&s) >> 32) * (i + 1)) >> 32); /* in [0, i], no divide */
-        uint16_t t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-      }
-    block_t *head = NULL;
-    for (uint32_t i = 0; i < n; i++) {
-      block_t *b = (block_t *)(first + (size_t)order[n - 1 - i] * size);
-      block_set_next(b, head);
-      block_vg_open(b);
-      b->canary = block_canary_of(b);
-      block_vg_close(b);
-      head = b;
-    }
-    page->free = head;
+    page->free = options.secure >= 2 ? carve_shuffled(first, n, size, s)
+                                     : carve_two_lists(first, n, size, s, options.secure != 0);
     page->flags |= MM_EXTENT_FRESH;
   }
   page->reserved += n;

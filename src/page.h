@@ -72,8 +72,8 @@ MM_INLINE uintptr_t block_canary_of(const block_t *b) {
 /* The pattern secure mode fills freed memory with (zero with
  * MMALLOC_ZERO_ON_FREE), and checks before the memory is handed out
  * again: a byte, and a word of it. */
-MM_INLINE uint8_t block_fill_byte(void) { return options.zero_on_free ? 0 : 0xDF; }
-MM_INLINE uint64_t block_fill_word(void) { return 0x0101010101010101ull * block_fill_byte(); }
+MM_INLINE uint8_t block_fill_byte(void) { return (uint8_t)mm_fill_word; }
+MM_INLINE uint64_t block_fill_word(void) { return mm_fill_word; }
 /* Fill [p, p + n) with the pattern (p 8-aligned, n a multiple of 8): word
  * stores for the small objects most programs free (a memset call costs
  * more there), memset for the rest. */
@@ -106,14 +106,55 @@ MM_INLINE size_t block_fill_changed(const void *p, size_t n) {
   while (((const uint8_t *)p)[at] == (uint8_t)f) at++;
   return at;
 }
+/* The same two for a page block's body (past its two words), in 16-byte
+ * steps: block sizes are multiples of 16 and blocks 16-aligned, so the
+ * loops need no tail (size_class.c checks the sizes). */
+typedef uint64_t mm_v2_t __attribute__((vector_size(16), may_alias));
+MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
+  size_t k = (size - sizeof(block_t)) / 16;
+  if (k > 16) { /* over 256 bytes: memset's wide stores */
+    memset(b + 1, block_fill_byte(), k * 16);
+    return;
+  }
+  mm_v2_t f = {mm_fill_word, mm_fill_word}, *v = (mm_v2_t *)(b + 1);
+  for (size_t i = 0; i < k; i++) v[i] = f;
+}
+/* The offset in the body of the first byte that no longer holds the
+ * pattern, or the body's size. */
+MM_INLINE size_t block_body_changed(const block_t *b, uint32_t size) {
+  size_t k = (size - sizeof(block_t)) / 16;
+  mm_v2_t f = {mm_fill_word, mm_fill_word}, d = {0, 0};
+  const mm_v2_t *v = (const mm_v2_t *)(b + 1), *end = v + k;
+  if (k >= 8) { /* 144 bytes and more: four loads a step, two chains */
+    mm_v2_t e = {0, 0};
+    for (; v + 4 <= end; v += 4) d |= (v[0] ^ f) | (v[1] ^ f), e |= (v[2] ^ f) | (v[3] ^ f);
+    d |= e;
+  }
+  for (; v < end; v++) d |= *v ^ f;
+  if (likely((d[0] | d[1]) == 0)) return k * 16;
+  const uint8_t *p = (const uint8_t *)(b + 1);
+  size_t at = 0;
+  while (p[at] == (uint8_t)mm_fill_word) at++;
+  return at;
+}
 /* Is b a free block (does it carry its canary)? */
 #if MM_VALGRIND
 bool block_is_free(const block_t *b);
 #else
 MM_INLINE bool block_is_free(const block_t *b) { return b->canary == block_canary_of(b); }
 #endif
-/* A block the user just freed, in a checked mode: mark it, fill it. */
+/* A block the user just freed, in a checked mode: fill it (secure mode;
+ * zero it with zero on free alone), mark it.  Inline outside the valgrind
+ * build, whose version (page.c) also tells memcheck. */
+#if MM_VALGRIND
 void block_on_free(extent_t *page, block_t *b);
+#else
+MM_INLINE void block_on_free(extent_t *page, block_t *b) {
+  if (options.secure) block_fill_body(b, page->block_size);
+  else if (options.zero_on_free) memset(b, 0, page->block_size);
+  b->canary = block_canary_of(b);
+}
+#endif
 
 /* ---- ownership --------------------------------------------------------------------
  * A page owned by a thread carries two names of it: xowner, its thread

@@ -322,19 +322,17 @@ static MM_NOINLINE void free_other_checked(void *p, extent_t *page, const char *
   uint64_t off = (uintptr_t)p - page->page_start;
   block_t *b = p;
   if (owner && th != &mm_heap_empty && !mm_vg_rz && page_offset_carved(page, off) &&
-      page_offset_at_block(page, off) && !block_is_free(b)) {
+      page_offset_at_block(page, off) && !block_is_free(b) &&
+      (owner != th || page_owner_is(page, th->tid, false))) { /* ours: not full, not taken */
+    block_on_free(page, b);
     if (owner != th) {
-      block_on_free(page, b);
       send_remote(th, owner, b);
       return;
     }
-    if (page_owner_is(page, th->tid, false)) { /* ours, not full, not taken */
-      block_on_free(page, b);
-      page_push_local(page, b);
-      if (likely(--page->used != 0)) return;
-      thread_heap_page_empty_slow(th, page);
-      return;
-    }
+    page_push_local(page, b);
+    if (likely(--page->used != 0)) return;
+    thread_heap_page_empty_slow(th, page);
+    return;
   }
   thread_heap_free_slow(p, call);
 }

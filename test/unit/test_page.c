@@ -10,8 +10,9 @@
  * With the argument "secure" (its own ctest, unit_page_secure: it switches
  * the process to secure mode before its first page is made): blocks are
  * carved in a random order, a permutation of the extension that differs
- * from page to page; links are stored encoded (block_next decodes them);
- * freed blocks carry the fill pattern; a write after free is caught when
+ * from page to page, made of two ascending runs (with "secure2",
+ * unit_page_secure2, as MMALLOC_SECURE=2: a uniform shuffle, not two
+ * runs); links are stored encoded (block_next decodes them); freed blocks carry the fill pattern; a write after free is caught when
  * the block is handed out again (in a child process: it aborts); a fresh
  * list (blocks never handed out) is neither filled nor checked past the
  * canary and link.
@@ -19,7 +20,7 @@
  * Single-threaded; the pages are owned by a stand-in thread heap, as in
  * test_local_heap.c.  Not a benchmark.
  *
- * usage: unit_page [SEED] [secure] */
+ * usage: unit_page [SEED] [secure|secure2] */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@
 #include "page.h"
 #include "thread_heap.h"
 
-#define FILL 0xDF /* page.c's FILL_BYTE */
+#define FILL 0xDF /* a byte of mm_fill_word (options.c) */
 #define MAX_CAPACITY 4096 /* of any class: 64 KiB of 16-byte blocks */
 
 
@@ -345,6 +346,16 @@ static bool identity(const uint16_t *order, uint32_t n) {
   return true;
 }
 
+/* MMALLOC_SECURE=1's order: two ascending runs, one after the other (at
+ * most one step down). */
+static bool two_ascending_runs(const uint16_t *order, uint32_t n) {
+  uint32_t down = 0;
+  for (uint32_t i = 1; i < n; i++) down += order[i] < order[i - 1];
+  return down <= 1;
+}
+
+static int secure_level; /* options.secure of the run: 1 two lists, 2 a uniform shuffle */
+
 /* In a child process: pop the head of the free list after `damage` wrote
  * into it; returns the child's stderr (the abort message) and status.
  * The child is made by the raw system call, without the allocator's fork
@@ -405,11 +416,16 @@ static void test_secure_class(unsigned cls) {
   CHECK("secure: ... a fresh list (never handed out: not filled, not checked)",
         (a->flags & MM_EXTENT_FRESH) != 0);
   CHECK("secure: ... not in address order", !identity(oa, n));
+  if (secure_level == 1)
+    CHECK("secure: ... two ascending runs (MMALLOC_SECURE=1)", two_ascending_runs(oa, n));
+  else /* a uniform shuffle of n >= 16 blocks is two runs with odds under 1e-8 */
+    CHECK("secure: ... a shuffle, not two ascending runs (MMALLOC_SECURE=2)", !two_ascending_runs(oa, n));
   bool ok = page_valid(a);
   if (!ok) fprintf(stderr, "  secure: %s\n", why);
   CHECK("secure: checker accepts (it decodes the links)", ok);
   CHECK("secure: refill of another page", page_refill(b) && b->reserved == n);
   CHECK("secure: its order is a permutation too", secure_list(b, 0, n, ob) == 0);
+  CHECK("secure: ... of the level's shape", two_ascending_runs(ob, n) == (secure_level == 1));
   CHECK("secure: two pages, two orders", memcmp(oa, ob, n * sizeof(oa[0])) != 0);
   /* a plain (unencoded) link is garbage to the checker */
   block_t *h = a->free, *saved = h->next;
@@ -507,13 +523,13 @@ static void test_secure_class(unsigned cls) {
   give_back(b);
 }
 
-static void test_secure(uint64_t seed) {
+static void test_secure(uint64_t seed, int level) {
   /* The modes, set before the first page (and before the first slot: the
    * data area of a secure slot ends a guard datablock early). */
   uint32_t slots = 0;
   for (uint32_t i = 0; i < mm_nheaps; i++) slots += mm_heaps[i].nslots;
   REQUIRE("secure: no slot yet (no page made in plain mode)", slots == 0);
-  options.secure = 1;
+  options.secure = secure_level = level;
   mm_slow_only = true;
   mm_list_key = (seed * 0x9E3779B97F4A7C15ull) | 1 | ((uintptr_t)1 << 63);
   test_secure_class(0);  /* 16 bytes: 256 per extension, nothing to fill */
@@ -523,14 +539,19 @@ static void test_secure(uint64_t seed) {
 
 int main(int argc, char **argv) {
   uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x9a9e5eedULL;
-  bool secure = argc > 2 && strcmp(argv[2], "secure") == 0;
+  int level = argc <= 2                        ? 0
+              : strcmp(argv[2], "secure") == 0  ? 1
+              : strcmp(argv[2], "secure2") == 0 ? 2
+                                                : -1;
+  REQUIRE("usage: unit_page [SEED] [secure|secure2]", level >= 0);
+  bool secure = level > 0;
   verbose = true;
   rng = seed | 1;
   fprintf(stderr, "unit_page: seed 0x%llx%s\n", (unsigned long long)seed, secure ? ", secure" : "");
   thread_heap_process_init();
   REQUIRE("the process starts in plain mode", !mm_slow_only && options.secure == 0 && mm_list_key == 0);
   if (secure) {
-    test_secure(seed);
+    test_secure(seed, level);
   } else {
     unsigned classes[5] = {0, MM_CLASSES / 2, size_class_of(4096), MM_CLASSES - 1,
                            (unsigned)(next_rand() % MM_CLASSES)};
@@ -546,5 +567,5 @@ int main(int argc, char **argv) {
   local_heap_unlock(h);
   if (!ok) fprintf(stderr, "local heap: %s\n", why);
   CHECK("the local heap is valid at the end", ok);
-  return check_summary(secure ? "unit_page secure" : "unit_page");
+  return check_summary(level == 2 ? "unit_page secure2" : secure ? "unit_page secure" : "unit_page");
 }
