@@ -137,7 +137,7 @@ MM_SLOW_PATH void *thread_heap_alloc_class_slow(thread_heap_t *th, unsigned c) {
   return p; /* no purger poke: this runs once per medium malloc (purger.c) */
 }
 
-MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
+static MM_SLOW_PATH void *malloc_slow(thread_heap_t *th, size_t size) {
   if (unlikely(th == &mm_heap_empty)) {
     th = thread_heap_init_current();
     if (!th) {
@@ -145,16 +145,27 @@ MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
       return NULL;
     }
   }
-  if (unlikely(mm_slow_only) && size <= MM_SMALL_MAX && !mm_vg_rz) {
-    /* Secure mode and zero-on-free (not valgrind, which must see every
-     * block): the first page of the class, popped without the lock as the
-     * fast path would (the owner alone pops), but checked. */
-    extent_t *page = th->queue[size_class_of(size)].first;
-    if (page && page->free) return page_pop_checked(page);
-  }
   void *p = mm_slow_only ? alloc_checked(th, size, 0, false) : alloc_any(th, size, 0, false);
   local_heap_purger_poke();
   return p;
+}
+
+/* Not cold: in secure mode and zero-on-free (not valgrind, which must see
+ * every block) every malloc comes here, and most of those of a small size
+ * leave at once: the first page of the class, popped without the lock as
+ * the fast path would (the owner alone pops), but checked.  (A thread
+ * without a heap yet has no page in its queues.) */
+static MM_NOINLINE void *malloc_checked(thread_heap_t *th, size_t size) {
+  if (size <= MM_SMALL_MAX && !mm_vg_rz) {
+    extent_t *page = th->queue[size_class_of(size)].first;
+    if (page && page->free) return page_pop_checked(page);
+  }
+  return malloc_slow(th, size);
+}
+
+MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
+  if (unlikely(mm_slow_only)) return malloc_checked(th, size);
+  return malloc_slow(th, size);
 }
 
 /* Allocation with an alignment above 16 (or zeroed large memory). */

@@ -49,11 +49,15 @@ long options_get(const char *name);
  * the same either way).  mm_slow_only: the fast paths are off (secure mode,
  * zero on free, valgrind): every call takes the checked slow paths.
  * mm_fill_word: secure mode's fill pattern, eight bytes of 0xDF (zero with
- * MMALLOC_ZERO_ON_FREE). */
+ * MMALLOC_ZERO_ON_FREE).  mm_fast_checked: secure mode built in
+ * (-DMM_SECURE=ON, not with valgrind): the fast paths stay on and carry
+ * secure mode's checks themselves (thread_heap.h); the slow-path-only
+ * modes' other paths are taken as with mm_slow_only. */
 extern uintptr_t mm_canary_key;
 extern uintptr_t mm_list_key;
 extern bool mm_slow_only;
 extern uint64_t mm_fill_word;
+#define mm_fast_checked (MM_SECURE && !MM_VALGRIND)
 
 MM_HIDDEN_END
 

@@ -66,31 +66,18 @@ void block_on_free(extent_t *page, block_t *b) {
 }
 #endif
 
-static MM_COLD __attribute__((noreturn)) void written_after_free(const block_t *b, size_t at) {
+MM_COLD void page_written_after_free(const block_t *b, size_t at) {
   os_fatal("mmalloc: malloc(): block %p was written after it was freed (byte %zu changed)\n",
            (const void *)b, at);
 }
 
-/* page_pop for the checked modes: check that nothing wrote into the block
- * while it was free (secure mode: its link must decode to a block of this
- * page, or nothing, before it is followed; its canary must be intact; and,
- * unless the free list is fresh (MM_EXTENT_FRESH: blocks carved and never
- * handed out, which no one can have freed and written since), every byte
- * past the two words must still hold the fill), then take it. */
+/* page_pop for the checked modes: in secure mode, check that nothing wrote
+ * into the block while it was free (page_check_free_head), then take it. */
 void *page_pop_checked(extent_t *page) {
   block_t *b = page->free;
   block_t *next = block_next(b);
   block_vg_open(b);
-  if (options.secure) {
-    if (b->canary != block_canary_of(b)) written_after_free(b, 8);
-    uint64_t off = (uintptr_t)next - page->page_start;
-    if (next && (off >= (uint64_t)page->reserved * page->block_size || !page_offset_at_block(page, off)))
-      written_after_free(b, 0);
-    if (!(page->flags & MM_EXTENT_FRESH)) {
-      size_t at = block_body_changed(b, page->block_size);
-      if (unlikely(at < page->block_size - sizeof(block_t))) written_after_free(b, sizeof(block_t) + at);
-    }
-  }
+  if (options.secure) page_check_free_head(page, b, next);
   page_take_block(page, b, next);
 #if MM_VALGRIND
   VALGRIND_MAKE_MEM_NOACCESS(b, page->block_size);
@@ -140,25 +127,31 @@ static void carve_block(block_t *b, block_t *next) {
  * program then meets the blocks as two ascending runs, which the hardware
  * prefetcher follows (a uniform shuffle, below, costs up to twice the time
  * of a loop that touches what it allocates: threadtest, knary).  Without
- * `random` (zero on free, valgrind) one list: address order.  Walked from
- * the top, so that each block is written once and each list comes out
- * ascending; the low list's last block is then linked to the high list's
- * first. */
+ * `random` (zero on free, valgrind) one list: address order.  Two passes
+ * over the same random words, one per list, each taking its blocks from a
+ * mask of 64 (no branch on the random bits); each block is linked to when
+ * the next of its list is found. */
 static block_t *carve_two_lists(char *first, uint32_t n, uint32_t size, uint64_t s, bool random) {
-  block_t *head[2] = {NULL, NULL}, *low_last = NULL;
-  uint64_t bits = 0;
-  for (uint32_t i = n; i-- > 0;) {
-    if (((n - 1 - i) & 63) == 0) bits = random ? shuffle_next(&s) : 0;
-    unsigned r = (unsigned)(bits >> 63);
-    bits <<= 1;
-    block_t *b = (block_t *)(first + (size_t)i * size);
-    if (r == 0 && !head[0]) low_last = b;
-    carve_block(b, head[r]);
-    head[r] = b;
+  block_t *head = NULL, *prev = NULL;
+  for (unsigned list = 0; list < 2; list++) {
+    uint64_t t = s;
+    for (uint32_t base = 0; base < n; base += 64) {
+      uint64_t bits = random ? shuffle_next(&t) : 0;
+      uint64_t mask = list ? bits : ~bits;
+      if (n - base < 64) mask &= (1ull << (n - base)) - 1;
+      for (; mask; mask &= mask - 1) {
+        block_t *b = (block_t *)(first + (size_t)(base + (uint32_t)__builtin_ctzll(mask)) * size);
+        if (prev) block_set_next(prev, b);
+        else head = b;
+        block_vg_open(b);
+        b->canary = block_canary_of(b);
+        block_vg_close(b);
+        prev = b;
+      }
+    }
   }
-  if (!head[0]) return head[1];
-  if (head[1]) carve_block(low_last, head[1]);
-  return head[0];
+  block_set_next(prev, NULL); /* n >= 1: the last block of the two lists */
+  return head;
 }
 
 /* MMALLOC_SECURE=2: a uniform shuffle (Fisher-Yates over the n indices):

@@ -166,8 +166,9 @@ MM_INLINE void block_on_free(extent_t *page, block_t *b) {
  *                  list; the owner's free goes to the slow path, which puts
  *                  the page back in its queue (and a taker of an idle heap's
  *                  full pages may work on it under the owner's lock);
- *   MM_OWNER_SLOW  every page while the fast paths are off (secure mode,
- *                  valgrind): no thread id has this bit.
+ *   MM_OWNER_SLOW  every page while the fast paths are off (secure mode
+ *                  chosen at run time, zero on free, valgrind): no thread
+ *                  id has this bit.
  * States:
  *   owned        xowner == th, xowner_tid == th's id | tags;
  *   taken        xowner == th, xowner_tid == 0: a thread holding th's
@@ -183,7 +184,7 @@ MM_INLINE void block_on_free(extent_t *page, block_t *b) {
 #define MM_OWNER_SLOW ((uintptr_t)2)
 
 MM_INLINE uintptr_t page_owner_word(uintptr_t tid, bool full) {
-  return tid | (full ? MM_OWNER_FULL : 0) | (mm_slow_only ? MM_OWNER_SLOW : 0);
+  return tid | (full ? MM_OWNER_FULL : 0) | (mm_slow_only && !mm_fast_checked ? MM_OWNER_SLOW : 0);
 }
 MM_INLINE struct thread_heap_s *page_owner(const extent_t *page) {
   return atomic_load_relaxed(&page->xowner);
@@ -238,6 +239,30 @@ MM_INLINE void *page_take_block(extent_t *page, block_t *b, block_t *next) {
   atomic_order_stores(); /* off the list before its canary goes: fork */
   b->canary = 0;
   return b;
+}
+MM_COLD __attribute__((noreturn)) void page_written_after_free(const block_t *b, size_t at);
+/* Secure mode: did anything write into b, the head of the page's free
+ * list, while it was free?  Its canary must be intact, its link (next,
+ * decoded) must name a block of this page or nothing before anyone
+ * follows it, and, unless the list is fresh (MM_EXTENT_FRESH: blocks
+ * carved and never handed out, which no one can have freed and written
+ * since), every byte past the two words must still hold the fill.  A
+ * write after free aborts with the block's address and the byte. */
+MM_INLINE void page_check_free_head(const extent_t *page, const block_t *b, const block_t *next) {
+  if (b->canary != block_canary_of(b)) page_written_after_free(b, 8);
+  uint64_t off = (uintptr_t)next - page->page_start;
+  if (next && (off >= (uint64_t)page->reserved * page->block_size || !page_offset_at_block(page, off)))
+    page_written_after_free(b, 0);
+  if (!(page->flags & MM_EXTENT_FRESH)) {
+    size_t at = block_body_changed(b, page->block_size);
+    if (unlikely(at < page->block_size - sizeof(block_t))) page_written_after_free(b, sizeof(block_t) + at);
+  }
+}
+/* The fast path's pop where secure mode is built in (mm_fast_checked). */
+MM_INLINE void *page_pop_secure(extent_t *page) {
+  block_t *b = page->free, *next = block_next(b);
+  page_check_free_head(page, b, next);
+  return page_take_block(page, b, next);
 }
 void *page_pop_checked(extent_t *page);
 /* Pop a block from a page whose free list is not empty (owner only). */

@@ -353,15 +353,17 @@ void thread_heap_free_other(void *p, extent_t *page, const char *call) {
   uint64_t off = a - page->page_start;
   block_t *b = p;
   uintptr_t canary = a ^ mm_canary_key;
-  if (likely(owner && owner != th && !mm_slow_only && th != &mm_heap_empty &&
-             page_offset_carved(page, off) && page_offset_at_block(page, off) &&
-             b->canary != canary)) {
+  if (unlikely(mm_slow_only)) {
+    free_other_checked(p, page, call);
+    return;
+  }
+  if (likely(owner && owner != th && th != &mm_heap_empty && page_offset_carved(page, off) &&
+             page_offset_at_block(page, off) && b->canary != canary)) {
     b->canary = canary;
     send_remote(th, owner, b);
     return;
   }
-  if (unlikely(mm_slow_only)) free_other_checked(p, page, call);
-  else thread_heap_free_slow(p, call);
+  thread_heap_free_slow(p, call);
 }
 
 /* ---- the heartbeat ------------------------------------------------------------------------ */

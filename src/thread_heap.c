@@ -42,7 +42,7 @@ thread_heap_t mm_heap_empty = {.direct = {[0 ... MM_DIRECT_SLOTS - 1] = &mm_page
 void thread_heap_direct_update(thread_heap_t *th, unsigned c) {
   const size_class_t *sc = &mm_size_classes[c];
   if (sc->size > MM_DIRECT_MAX) return;
-  extent_t *page = th->queue[c].first && !mm_slow_only ? th->queue[c].first : &mm_page_empty;
+  extent_t *page = th->queue[c].first && (!mm_slow_only || mm_fast_checked) ? th->queue[c].first : &mm_page_empty;
   unsigned lo = c ? mm_size_classes[c - 1].size / 16 + 1 : 0;
   for (unsigned k = lo; k <= sc->size / 16; k++) th->direct[k] = page;
 }
@@ -517,7 +517,7 @@ bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size) {
   uint32_t pass = region_check_pass();
   for (unsigned c = 0; c < MM_CLASSES; c++) {
     const extent_list_t *q = &th->queue[c];
-    extent_t *want = q->first && !mm_slow_only ? q->first : &mm_page_empty;
+    extent_t *want = q->first && (!mm_slow_only || mm_fast_checked) ? q->first : &mm_page_empty;
     for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++)
       if (mm_direct_class[k] == c && th->direct[k] != want)
         return heap_bad(why, why_size, th, "direct[] does not name the head of its queue", c,

@@ -12,13 +12,15 @@
  *   malloc(n)                                             override.c, api.c
  *   └ thread_heap_malloc_fast                   MM_FAST_PATH, this file
  *       n <= 1 KiB and direct[(n+15)/16]->free != NULL: page_take_block
+ *       (secure mode built in: page_pop_secure)
  *     ├ thread_heap_malloc_medium          n > 1 KiB, alloc.c, noinline
  *     │   the first page of its class has a free block: page_take_block
  *     │   └ thread_heap_alloc_class_slow   none: as below, class known
  *     └ thread_heap_malloc_slow                  MM_SLOW_PATH, alloc.c
+ *         checked modes (secure, zero on free): malloc_checked, the
+ *           class's first page popped without the lock by
+ *           page_pop_checked; else alloc_checked
  *         first call of a thread: thread_heap_init_current (lifecycle.c)
- *         checked modes (secure, zero on free): the class's first page
- *           popped without the lock by page_pop_checked; else alloc_checked
  *         holding the heap's lock (thread_heap_lock):
  *         thread_heap_beat (remote.h): take the inbox if lane 0 says so
  *           (remote_take_inbox); every MM_HEARTBEAT_MS remote_heartbeat:
@@ -37,7 +39,8 @@
  *   └ thread_heap_free_fast                     MM_FAST_PATH, this file
  *       p in a heap slot, its page's tag is this thread's id, p at a carved
  *       block boundary and not already free: push on the page's local free
- *       list, used--
+ *       list, used-- (secure mode built in: block_on_free fills it first,
+ *       and page_push_local encodes the link)
  *       used reached 0: thread_heap_page_empty_slow (keep the page on
  *       the heap's empty list, unless it is its class's current one)
  *     ├ thread_heap_free_other      (page's tag not ours) remote.c, noinline
@@ -241,7 +244,7 @@ MM_FAST_PATH void *thread_heap_malloc_fast(size_t size) {
   if (likely(size <= MM_DIRECT_MAX)) {
     extent_t *page = th->direct[(size + 15) >> 4];
     block_t *b = page->free;
-    if (likely(b != NULL)) return page_take_block(page, b, b->next);
+    if (likely(b != NULL)) return mm_fast_checked ? page_pop_secure(page) : page_take_block(page, b, b->next);
     return thread_heap_malloc_slow(th, size);
   }
   return thread_heap_malloc_medium(th, size);
@@ -259,10 +262,15 @@ MM_FAST_PATH void thread_heap_free_fast(void *p, const char *call) {
       uintptr_t canary = a ^ mm_canary_key;
       if (likely(page_offset_carved_own(page, off) && page_offset_at_block(page, off) &&
                  b->canary != canary)) {
-        b->next = page->local_free; /* plain link: the fast paths are on */
-        b->canary = canary;
-        atomic_order_stores(); /* link before head: a fork may land here */
-        page->local_free = b;
+        if (mm_fast_checked) { /* secure mode built in: filled, link encoded */
+          block_on_free(page, b);
+          page_push_local(page, b);
+        } else {
+          b->next = page->local_free; /* plain link */
+          b->canary = canary;
+          atomic_order_stores(); /* link before head: a fork may land here */
+          page->local_free = b;
+        }
         if (likely(--page->used != 0)) return;
         thread_heap_page_empty_slow(mm_thread_heap, page);
         return;
