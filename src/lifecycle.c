@@ -84,7 +84,10 @@ void thread_heap_process_init(void) {
 #endif
     mm_slow_only = options.secure || options.zero_on_free || mm_vg_rz;
     if (options.secure) mm_list_key = (uintptr_t)os_random() | 1;
-    if (options.zero_on_free) mm_fill_word = 0;
+    if (options.zero_on_free) {
+      mm_fill_word = 0;
+      memset(mm_fill_block, 0, sizeof(mm_fill_block));
+    }
     /* one heap per CPU the process may use: the affinity mask and the
      * cgroup's CPU quota count, not only the CPUs the machine has */
     uint32_t quota = cgroup_cpu_limit(), heaps = (uint32_t)os_cpu_count();

@@ -320,17 +320,18 @@ static void forged_link(void) {
 /* ---- (e) write after free -------------------------------------------------- */
 
 static int waf_offset;
+static size_t waf_size = 64;
 static void write_after_free(void) {
-  char *p = malloc(64);
+  char *p = malloc(waf_size);
   if (!p) _exit(SETUP);
-  memset(p, 0x11, 64);
+  memset(p, 0x11, waf_size);
   printf("%p\n", (void *)p);
   fflush(stdout);
   char *alias = hide(p);
   free(p);
   poke(alias + waf_offset, (unsigned char)(peek(alias + waf_offset) ^ 0x41));
   for (int i = 0; i < 4096; i++)
-    if (!malloc(64)) _exit(SETUP + 1);
+    if (!malloc(waf_size)) _exit(SETUP + 1);
 }
 
 /* A write into a block freed into a page that its thread then emptied and
@@ -628,6 +629,22 @@ static void secure_checks(void) {
   show("write into a freed block's canary word", &o);
   CHECK("a write into a freed block's canary word is caught on reuse (one line, abort)",
         caught(&o));
+
+  /* big blocks are compared with the pattern in pieces (page.h): a byte in
+   * the first piece, in a later one, and the last byte, named exactly */
+  static const struct { size_t size; int offset; } big[] = {{512, 300}, {8192, 40}, {8192, 5000}, {8192, 8191}};
+  for (int k = 0; k < 4; k++) {
+    waf_size = big[k].size;
+    waf_offset = big[k].offset;
+    o = run_child(write_after_free);
+    char want[64], name[160];
+    snprintf(want, sizeof(want), "(byte %d changed)", big[k].offset);
+    snprintf(name, sizeof(name), "a write into byte %d of a freed %zu-byte block is caught on reuse, and named",
+             big[k].offset, big[k].size);
+    show(name, &o);
+    CHECK(name, caught(&o) && strstr(o.err, want) != NULL);
+  }
+  waf_size = 64;
 
   o = run_child(write_after_free_kept);
   show("write into a freed block of a page its thread emptied and kept", &o);
