@@ -66,6 +66,18 @@ void block_on_free(extent_t *page, block_t *b) {
 }
 #endif
 
+void block_fill_big(block_t *b, size_t n) { memset(b + 1, block_fill_byte(), n); }
+
+size_t block_body_changed_big(const block_t *b, size_t n) {
+  const uint8_t *p = (const uint8_t *)(b + 1);
+  size_t at = 0;
+  for (; at < n; at += MM_FILL_BLOCK)
+    if (memcmp(p + at, mm_fill_block, n - at < MM_FILL_BLOCK ? n - at : MM_FILL_BLOCK) != 0) break;
+  if (likely(at >= n)) return n;
+  while (p[at] == (uint8_t)mm_fill_word) at++;
+  return at;
+}
+
 MM_COLD void page_written_after_free(const block_t *b, size_t at) {
   os_fatal("mmalloc: malloc(): block %p was written after it was freed (byte %zu changed)\n",
            (const void *)b, at);

@@ -110,10 +110,15 @@ MM_INLINE size_t block_fill_changed(const void *p, size_t n) {
  * steps: block sizes are multiples of 16 and blocks 16-aligned, so the
  * loops need no tail (size_class.c checks the sizes). */
 typedef uint64_t mm_v2_t __attribute__((vector_size(16), may_alias));
+/* Bodies over 256 bytes, out of line (page.c), so that the inline paths
+ * that call the two below save no registers for the C library's call:
+ * memset's wide stores, and memcmp's wide loads against mm_fill_block. */
+void block_fill_big(block_t *b, size_t n);
+size_t block_body_changed_big(const block_t *b, size_t n);
 MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
   size_t k = (size - sizeof(block_t)) / 16;
-  if (k > 16) { /* over 256 bytes: memset's wide stores */
-    memset(b + 1, block_fill_byte(), k * 16);
+  if (k > 16) {
+    block_fill_big(b, k * 16);
     return;
   }
   mm_v2_t f = {mm_fill_word, mm_fill_word}, *v = (mm_v2_t *)(b + 1);
@@ -123,15 +128,7 @@ MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
  * pattern, or the body's size. */
 MM_INLINE size_t block_body_changed(const block_t *b, uint32_t size) {
   size_t k = (size - sizeof(block_t)) / 16;
-  const uint8_t *p = (const uint8_t *)(b + 1);
-  if (k > 16) { /* over 256 bytes: memcmp with the pattern, its wide loads */
-    size_t n = k * 16, at = 0;
-    for (; at < n; at += MM_FILL_BLOCK)
-      if (memcmp(p + at, mm_fill_block, n - at < MM_FILL_BLOCK ? n - at : MM_FILL_BLOCK) != 0) break;
-    if (likely(at >= n)) return n;
-    while (p[at] == (uint8_t)mm_fill_word) at++;
-    return at;
-  }
+  if (k > 16) return block_body_changed_big(b, k * 16);
   mm_v2_t f = {mm_fill_word, mm_fill_word}, d = {0, 0};
   const mm_v2_t *v = (const mm_v2_t *)(b + 1), *end = v + k;
   if (k >= 8) { /* 144 bytes and more: four loads a step, two chains */
@@ -141,6 +138,7 @@ MM_INLINE size_t block_body_changed(const block_t *b, uint32_t size) {
   }
   for (; v < end; v++) d |= *v ^ f;
   if (likely((d[0] | d[1]) == 0)) return k * 16;
+  const uint8_t *p = (const uint8_t *)(b + 1);
   size_t at = 0;
   while (p[at] == (uint8_t)mm_fill_word) at++;
   return at;
