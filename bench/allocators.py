@@ -35,12 +35,14 @@ class Allocator:
         self.package = package
         self.origin = origin      # "mmalloc", "peer" or "user"
         self.version = ""
+        self.extra_env = {}       # --alloc-env NAME:VAR=VALUE: set in this allocator's runs
 
     def env(self, base):
         env = dict(base)
         env.pop("LD_PRELOAD", None)
         if self.path:
             env["LD_PRELOAD"] = self.path
+        env.update(self.extra_env)
         return env
 
     def __repr__(self):
@@ -140,6 +142,22 @@ def install_missing(packages, log):
         log("apt-get failed: %s" % (r.stderr.strip().splitlines() or ["?"])[-1])
         return []
     return packages
+
+
+def apply_env(allocs, specs):
+    """--alloc-env NAME:VAR=VALUE (repeatable): VAR=VALUE in the environment
+    of every run of allocator NAME (for example one library measured twice,
+    with and without an option).  Exits on a malformed spec or an unknown
+    NAME."""
+    by_name = {a.name: a for a in allocs}
+    for spec in specs:
+        name, sep, assign = spec.partition(":")
+        var, eq, value = assign.partition("=")
+        if not sep or not eq or not name or not var:
+            raise SystemExit("--alloc-env wants NAME:VAR=VALUE, got %r" % spec)
+        if name not in by_name:
+            raise SystemExit("--alloc-env %s: no allocator %s is measured" % (spec, name))
+        by_name[name].extra_env[var] = value
 
 
 def discover(build_dir, extra=(), only=None, install=True, log=print):

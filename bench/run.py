@@ -362,7 +362,9 @@ def run_lines(allocs, missing, notes, mode, threads, reps, jobs, args):
                  j.workload for j in jobs].index(w))),
              "", "allocators:"]
     for a in allocs:
-        lines.append("  %-10s %-55s %s" % (a.name, a.path or "(no LD_PRELOAD)", a.version))
+        env = " ".join("%s=%s" % kv for kv in sorted(a.extra_env.items()))
+        lines.append("  %-10s %-55s %s%s" % (a.name, a.path or "(no LD_PRELOAD)", a.version,
+                                             "  env: " + env if env else ""))
     for name, pkg, why in missing:
         lines.append("  %-10s MISSING: %s" % (name, why))
     for n in notes:
@@ -676,6 +678,8 @@ def parse_args(argv):
                     help="comma-separated subset of the allocators found")
     ap.add_argument("--alloc", action="append", default=[], metavar="NAME=PATH",
                     help="also measure this LD_PRELOAD library (repeatable)")
+    ap.add_argument("--alloc-env", action="append", default=[], metavar="NAME:VAR=VALUE",
+                    help="set VAR=VALUE in every run of allocator NAME (repeatable)")
     ap.add_argument("--timeout", type=float, help="per-run timeout in seconds "
                     "(default 120 quick, 900 full)")
     ap.add_argument("--no-install", action="store_true",
@@ -718,6 +722,7 @@ def main(argv=None):
     if args.list:
         print_list(allocs, missing)
         return 0
+    allocators.apply_env(allocs, args.alloc_env)
     announce_allocators(allocs, missing, notes)
     build = find_build(args.build_dir, log)
     bindir = os.path.join(build, "bench")

@@ -13,7 +13,10 @@ when matplotlib is installed) exist and agree with each other:
   - the report's median for each cell is the median of the CSV's times;
   - the per-run timeout kills a child and says so;
   - on this tree's mmalloc, the scaling counters are recorded and tabled,
-    and the real program ruby runs (or is skipped with a note without it).
+    and the real program ruby runs (or is skipped with a note without it);
+  - --alloc-env reaches an allocator's runs (the broken allocator with
+    BROKEN_EVERY=0 is not broken), is listed in environment.txt, and a
+    malformed or unknown one is refused.
 Prints a 'N passed, N failed' line; exit status 0 when all pass.
 """
 
@@ -130,6 +133,7 @@ def main():
         if shutil.which("valgrind") and shutil.which("objdump"):
             breakdown_listing(c, a.build_dir)
         scaling_and_real(c, a.build_dir)
+        alloc_env(c, a.build_dir, broken)
         t = harness.run_child(["sleep", "5"], dict(os.environ), 0.5)
         c.check("a run over its timeout is killed and recorded as timeout",
                 t["status"] == "timeout" and t["wall_s"] < 4, str(t.get("status")))
@@ -143,6 +147,36 @@ def main():
             shutil.rmtree(out, ignore_errors=True)
     print("%d passed, %d failed" % (c.passed, c.failed))
     return 1 if c.failed else 0
+
+
+def alloc_env(c, build_dir, broken):
+    """--alloc-env NAME:VAR=VALUE: the broken allocator told not to break
+    (BROKEN_EVERY=0) runs ok; bad specs exit with a message."""
+    out = tempfile.mkdtemp(prefix="mm-bench-env-")
+    base = [sys.executable, os.path.join(BENCH, "run.py"), "--tiny", "--build-dir", build_dir,
+            "--out", out, "--workloads", "recycle", "--allocs", "glibc", "--alloc",
+            "broken=" + broken, "--threads", "1", "--reps", "1", "--no-install",
+            "--no-callgrind", "--no-plots"]
+    try:
+        r = subprocess.run(base + ["--alloc-env", "broken:BROKEN_EVERY=0"], capture_output=True,
+                           text=True, timeout=300)
+        c.check("run.py with --alloc-env exits 0", r.returncode == 0, r.stderr[-500:])
+        rows = []
+        if os.path.exists(os.path.join(out, "results.csv")):
+            with open(os.path.join(out, "results.csv")) as f:
+                rows = [x for x in csv.DictReader(f) if x["allocator"] == "broken"]
+        c.check("--alloc-env reaches the runs (the broken allocator told not to break runs ok)",
+                len(rows) == 1 and rows[0]["status"] == "ok", str(rows))
+        env_txt = open(os.path.join(out, "environment.txt")).read() if rows else ""
+        c.check("environment.txt lists the allocator's environment", "env: BROKEN_EVERY=0" in env_txt)
+        for spec, why in (("broken=BROKEN_EVERY", "wants NAME:VAR=VALUE"),
+                          ("nosuch:X=1", "no allocator nosuch")):
+            r = subprocess.run(base + ["--alloc-env", spec], capture_output=True, text=True,
+                               timeout=120)
+            c.check("--alloc-env %s is refused" % spec, r.returncode != 0 and why in r.stderr,
+                    r.stderr[-300:])
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def breakdown_listing(c, build_dir):
