@@ -73,7 +73,7 @@ size_t block_body_changed_big(const block_t *b, size_t n) {
   size_t at = 0;
   for (; at < n; at += MM_FILL_BLOCK)
     if (memcmp(p + at, mm_fill_block, n - at < MM_FILL_BLOCK ? n - at : MM_FILL_BLOCK) != 0) break;
-  if (likely(at >= n)) return n;
+  if (likely(at >= n)) return SIZE_MAX;
   while (p[at] == (uint8_t)mm_fill_word) at++;
   return at;
 }
@@ -89,7 +89,7 @@ void *page_pop_checked(extent_t *page) {
   block_t *b = page->free;
   block_t *next = block_next(b);
   block_vg_open(b);
-  if (options.secure) page_check_free_head(page, b, next);
+  if (MM_SECURE || options.secure) page_check_free_head(page, b, next);
   page_take_block(page, b, next);
 #if MM_VALGRIND
   VALGRIND_MAKE_MEM_NOACCESS(b, page->block_size);

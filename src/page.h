@@ -53,6 +53,8 @@ MM_INLINE void block_vg_close(const block_t *b) { (void)b; }
 #endif
 
 MM_INLINE uintptr_t block_link_key(const block_t *b) {
+  /* secure mode built in: the key is set at start-up, before any block */
+  if (MM_SECURE) return mm_list_key ^ ((uintptr_t)b >> 12);
   return mm_list_key ? mm_list_key ^ ((uintptr_t)b >> 12) : 0;
 }
 MM_INLINE block_t *block_next(const block_t *b) {
@@ -125,7 +127,8 @@ MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
   for (size_t i = 0; i < k; i++) v[i] = f;
 }
 /* The offset in the body of the first byte that no longer holds the
- * pattern, or the body's size. */
+ * pattern, or SIZE_MAX if every byte does (a constant, so that the caller's
+ * test of it folds away on the common path). */
 MM_INLINE size_t block_body_changed(const block_t *b, uint32_t size) {
   size_t k = (size - sizeof(block_t)) / 16;
   if (k > 16) return block_body_changed_big(b, k * 16);
@@ -137,7 +140,7 @@ MM_INLINE size_t block_body_changed(const block_t *b, uint32_t size) {
     d |= e;
   }
   for (; v < end; v++) d |= *v ^ f;
-  if (likely((d[0] | d[1]) == 0)) return k * 16;
+  if (likely((d[0] | d[1]) == 0)) return SIZE_MAX;
   const uint8_t *p = (const uint8_t *)(b + 1);
   size_t at = 0;
   while (p[at] == (uint8_t)mm_fill_word) at++;
@@ -156,7 +159,7 @@ MM_INLINE bool block_is_free(const block_t *b) { return b->canary == block_canar
 void block_on_free(extent_t *page, block_t *b);
 #else
 MM_INLINE void block_on_free(extent_t *page, block_t *b) {
-  if (options.secure) block_fill_body(b, page->block_size);
+  if (MM_SECURE || options.secure) block_fill_body(b, page->block_size);
   else if (options.zero_on_free) memset(b, 0, page->block_size);
   b->canary = block_canary_of(b);
 }
@@ -261,7 +264,7 @@ MM_INLINE void page_check_free_head(const extent_t *page, const block_t *b, cons
     page_written_after_free(b, 0);
   if (!(page->flags & MM_EXTENT_FRESH)) {
     size_t at = block_body_changed(b, page->block_size);
-    if (unlikely(at < page->block_size - sizeof(block_t))) page_written_after_free(b, sizeof(block_t) + at);
+    if (unlikely(at != SIZE_MAX)) page_written_after_free(b, sizeof(block_t) + at);
   }
 }
 /* The fast path's pop where secure mode is built in (mm_fast_checked). */
