@@ -259,8 +259,8 @@ MM_COLD __attribute__((noreturn)) void page_written_after_free(const block_t *b,
  * write after free aborts with the block's address and the byte. */
 MM_INLINE void page_check_free_head(const extent_t *page, const block_t *b, const block_t *next) {
   if (b->canary != block_canary_of(b)) page_written_after_free(b, 8);
-  uint64_t off = (uintptr_t)next - page->page_start;
-  if (next && (off >= (uint64_t)page->reserved * page->block_size || !page_offset_at_block(page, off)))
+  uint64_t off = (uintptr_t)next - page->page_start; /* the owner pops: its own xlimit */
+  if (next && (!page_offset_carved_own(page, off) || !page_offset_at_block(page, off)))
     page_written_after_free(b, 0);
   if (!(page->flags & MM_EXTENT_FRESH)) {
     size_t at = block_body_changed(b, page->block_size);
