@@ -50,26 +50,17 @@ bool block_is_free(const block_t *b) {
 }
 #endif
 
-/* A block the user just freed, in a checked mode: fill it, mark it, tell
- * memcheck (page.h has the version without valgrind). */
 #if MM_VALGRIND
-void block_on_free(extent_t *page, block_t *b) {
-  if (options.secure)
-    block_fill_body(b, page->block_size);
-  else if (options.zero_on_free)
-    memset(b, 0, page->block_size);
-  block_vg_open(b);
-  b->canary = block_canary_of(b);
-  block_vg_close(b);
+void block_vg_freed(const block_t *b, uint32_t size) {
   VALGRIND_FREELIKE_BLOCK(b, 0);
-  VALGRIND_MAKE_MEM_NOACCESS(b, page->block_size);
+  VALGRIND_MAKE_MEM_NOACCESS(b, size);
 }
 #endif
 
-void block_fill_big(block_t *b, size_t n) { memset(b + 1, block_fill_byte(), n); }
+void block_fill_big(void *p, size_t n) { memset(p, block_fill_byte(), n); }
 
-size_t block_body_changed_big(const block_t *b, size_t n) {
-  const uint8_t *p = (const uint8_t *)(b + 1);
+size_t block_fill_changed_big(const void *q, size_t n) {
+  const uint8_t *p = q;
   size_t at = 0;
   for (; at < n; at += MM_FILL_BLOCK)
     if (memcmp(p + at, mm_fill_block, n - at < MM_FILL_BLOCK ? n - at : MM_FILL_BLOCK) != 0) break;
@@ -141,8 +132,8 @@ static void carve_block(block_t *b, block_t *next) {
  * of a loop that touches what it allocates: threadtest, knary).  Without
  * `random` (zero on free, valgrind) one list: address order.  Two passes
  * over the same random words, one per list, each taking its blocks from a
- * mask of 64 (no branch on the random bits); each block is linked to when
- * the next of its list is found. */
+ * mask of 64 (no branch on the random bits); each block is carved when
+ * the next of its list is found, the last one after both. */
 static block_t *carve_two_lists(char *first, uint32_t n, uint32_t size, uint64_t s, bool random) {
   block_t *head = NULL, *prev = NULL;
   for (unsigned list = 0; list < 2; list++) {
@@ -153,16 +144,13 @@ static block_t *carve_two_lists(char *first, uint32_t n, uint32_t size, uint64_t
       if (n - base < 64) mask &= (1ull << (n - base)) - 1;
       for (; mask; mask &= mask - 1) {
         block_t *b = (block_t *)(first + (size_t)(base + (uint32_t)__builtin_ctzll(mask)) * size);
-        if (prev) block_set_next(prev, b);
+        if (prev) carve_block(prev, b);
         else head = b;
-        block_vg_open(b);
-        b->canary = block_canary_of(b);
-        block_vg_close(b);
         prev = b;
       }
     }
   }
-  block_set_next(prev, NULL); /* n >= 1: the last block of the two lists */
+  carve_block(prev, NULL); /* n >= 1: the last block of the two lists */
   return head;
 }
 

@@ -47,9 +47,11 @@ typedef struct block_s {
 #if MM_VALGRIND
 void block_vg_open(const block_t *b);
 void block_vg_close(const block_t *b);
+void block_vg_freed(const block_t *b, uint32_t size); /* a FREELIKE block, no-access */
 #else
 MM_INLINE void block_vg_open(const block_t *b) { (void)b; }
 MM_INLINE void block_vg_close(const block_t *b) { (void)b; }
+MM_INLINE void block_vg_freed(const block_t *b, uint32_t size) { (void)b, (void)size; }
 #endif
 
 MM_INLINE uintptr_t block_link_key(const block_t *b) {
@@ -76,6 +78,12 @@ MM_INLINE uintptr_t block_canary_of(const block_t *b) {
  * again: a byte, and a word of it. */
 MM_INLINE uint8_t block_fill_byte(void) { return (uint8_t)mm_fill_word; }
 MM_INLINE uint64_t block_fill_word(void) { return mm_fill_word; }
+/* Over 256 bytes, out of line (page.c), so that the inline paths that
+ * may call them save no registers for the C library's call: the fill by
+ * memset's wide stores, and its check by memcmp's wide loads against
+ * mm_fill_block (the offset of the first changed byte, or SIZE_MAX). */
+void block_fill_big(void *p, size_t n);
+size_t block_fill_changed_big(const void *p, size_t n);
 /* Fill [p, p + n) with the pattern (p 8-aligned, n a multiple of 8): word
  * stores for the small objects most programs free (a memset call costs
  * more there), memset for the rest. */
@@ -87,7 +95,7 @@ MM_INLINE void block_fill_range(void *p, size_t n) {
   } else if (n <= 256) {
     for (uint64_t *end = w + n / 8; w < end; w++) *w = f;
   } else {
-    memset(p, block_fill_byte(), n);
+    block_fill_big(p, n);
   }
 }
 /* The offset of the first byte of [p, p + n) that no longer holds the
@@ -100,6 +108,9 @@ MM_INLINE size_t block_fill_changed(const void *p, size_t n) {
   if (n <= 32) { /* the small blocks most programs use: four words at most, unrolled */
     for (size_t i = 0; i < 4; i++)
       if (i < n / 8) diff |= w[i] ^ f;
+  } else if (n > 256) {
+    size_t at = block_fill_changed_big(p, n);
+    return at == SIZE_MAX ? n : at;
   } else {
     for (const uint64_t *end = w + n / 8; w < end; w++) diff |= *w ^ f;
   }
@@ -112,15 +123,10 @@ MM_INLINE size_t block_fill_changed(const void *p, size_t n) {
  * steps: block sizes are multiples of 16 and blocks 16-aligned, so the
  * loops need no tail (size_class.c checks the sizes). */
 typedef uint64_t mm_v2_t __attribute__((vector_size(16), may_alias));
-/* Bodies over 256 bytes, out of line (page.c), so that the inline paths
- * that call the two below save no registers for the C library's call:
- * memset's wide stores, and memcmp's wide loads against mm_fill_block. */
-void block_fill_big(block_t *b, size_t n);
-size_t block_body_changed_big(const block_t *b, size_t n);
 MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
   size_t k = (size - sizeof(block_t)) / 16;
   if (k > 16) {
-    block_fill_big(b, k * 16);
+    block_fill_big(b + 1, k * 16);
     return;
   }
   mm_v2_t f = {mm_fill_word, mm_fill_word}, *v = (mm_v2_t *)(b + 1);
@@ -131,7 +137,7 @@ MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
  * test of it folds away on the common path). */
 MM_INLINE size_t block_body_changed(const block_t *b, uint32_t size) {
   size_t k = (size - sizeof(block_t)) / 16;
-  if (k > 16) return block_body_changed_big(b, k * 16);
+  if (k > 16) return block_fill_changed_big(b + 1, k * 16);
   mm_v2_t f = {mm_fill_word, mm_fill_word}, d = {0, 0};
   const mm_v2_t *v = (const mm_v2_t *)(b + 1), *end = v + k;
   if (k >= 8) { /* 144 bytes and more: four loads a step, two chains */
@@ -153,17 +159,15 @@ bool block_is_free(const block_t *b);
 MM_INLINE bool block_is_free(const block_t *b) { return b->canary == block_canary_of(b); }
 #endif
 /* A block the user just freed, in a checked mode: fill it (secure mode;
- * zero it with zero on free alone), mark it.  Inline outside the valgrind
- * build, whose version (page.c) also tells memcheck. */
-#if MM_VALGRIND
-void block_on_free(extent_t *page, block_t *b);
-#else
+ * zero it with zero on free alone), mark it, tell memcheck. */
 MM_INLINE void block_on_free(extent_t *page, block_t *b) {
   if (MM_SECURE || options.secure) block_fill_body(b, page->block_size);
   else if (options.zero_on_free) memset(b, 0, page->block_size);
+  block_vg_open(b);
   b->canary = block_canary_of(b);
+  block_vg_close(b);
+  block_vg_freed(b, page->block_size);
 }
-#endif
 
 /* ---- ownership --------------------------------------------------------------------
  * A page owned by a thread carries two names of it: xowner, its thread

@@ -38,11 +38,18 @@ thread_heap_t mm_heap_empty = {.direct = {[0 ... MM_DIRECT_SLOTS - 1] = &mm_page
 
 /* ---- direct[] --------------------------------------------------------------------- */
 
+/* What direct[] names for a queue whose head is `first`: the head, or the
+ * empty page (no free block: every malloc misses) while the fast paths are
+ * off (mm_slow_only, unless secure mode is built in and they check). */
+static extent_t *direct_page(extent_t *first) {
+  return first && (!mm_slow_only || mm_fast_checked) ? first : &mm_page_empty;
+}
+
 /* direct[] entries of class c name the head of queue[c] again. */
 void thread_heap_direct_update(thread_heap_t *th, unsigned c) {
   const size_class_t *sc = &mm_size_classes[c];
   if (sc->size > MM_DIRECT_MAX) return;
-  extent_t *page = th->queue[c].first && (!mm_slow_only || mm_fast_checked) ? th->queue[c].first : &mm_page_empty;
+  extent_t *page = direct_page(th->queue[c].first);
   unsigned lo = c ? mm_size_classes[c - 1].size / 16 + 1 : 0;
   for (unsigned k = lo; k <= sc->size / 16; k++) th->direct[k] = page;
 }
@@ -517,7 +524,7 @@ bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size) {
   uint32_t pass = region_check_pass();
   for (unsigned c = 0; c < MM_CLASSES; c++) {
     const extent_list_t *q = &th->queue[c];
-    extent_t *want = q->first && (!mm_slow_only || mm_fast_checked) ? q->first : &mm_page_empty;
+    extent_t *want = direct_page(q->first);
     for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++)
       if (mm_direct_class[k] == c && th->direct[k] != want)
         return heap_bad(why, why_size, th, "direct[] does not name the head of its queue", c,

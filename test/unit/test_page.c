@@ -12,8 +12,9 @@
  * carved in a random order, a permutation of the extension that differs
  * from page to page, made of two ascending runs (with "secure2",
  * unit_page_secure2, as MMALLOC_SECURE=2: a uniform shuffle, not two
- * runs); links are stored encoded (block_next decodes them); freed blocks carry the fill pattern; a write after free is caught when
- * the block is handed out again (in a child process: it aborts); a fresh
+ * runs); links are stored encoded (block_next decodes them); freed
+ * blocks carry the fill pattern; a write after free is caught when the
+ * block is handed out again (in a child process: it aborts); a fresh
  * list (blocks never handed out) is neither filled nor checked past the
  * canary and link.
  *
