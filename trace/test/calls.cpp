@@ -187,6 +187,26 @@ void *worker(void *arg) {
     keep(mine[n], malloc(sz), t.got());
     t.say("malloc size=" SZ " -> %s", sz, mine[n++].id);
   }
+  // a dense burst of small blocks the thread frees itself, in mixed order:
+  // the recorder takes most of these calls on its fast path
+  Block burst[24];
+  for (int i = 0; i < 24; i++) {
+    if (i % 3 == 2) {
+      keep(burst[i], calloc(2, 8 + (size_t)i), t.got());
+      t.say("calloc nmemb=2 size=" SZ " -> %s", 8 + (size_t)i, burst[i].id);
+    } else {
+      keep(burst[i], malloc(8 + 4 * (size_t)i), t.got());
+      t.say("malloc size=" SZ " -> %s", 8 + 4 * (size_t)i, burst[i].id);
+    }
+  }
+  for (int i = 1; i < 24; i += 2) {
+    free(burst[i].p);
+    t.say("free %s", burst[i].id);
+  }
+  for (int i = 22; i >= 0; i -= 2) {
+    free(burst[i].p);
+    t.say("free %s", burst[i].id);
+  }
   pthread_mutex_lock(&w->give->lock);
   memcpy(w->give->blocks, mine, sizeof mine);
   w->give->n = n;
