@@ -912,8 +912,10 @@ static inline void rec_release(tstate_t *t, unsigned op, const void *p, uint64_t
  * the general ones: the same event (op, delta 0, the arguments) and the
  * same shadow entry, without the general path's choices.  Every other call
  * (stamped, timed, failed, another thread's block or an unknown one)
- * takes the general path.  On CPython most calls are of this kind, and
- * the general path cost about 65 instructions a call under callgrind. */
+ * takes the general path.  On CPython most calls are of this kind.  Under
+ * callgrind, a malloc+free pair of 64 bytes in a dense loop (one call in
+ * 8 stamped) costs the recorder 200 instructions beside glibc's 188,
+ * against 300 before this path. */
 
 /* The calling thread's state if its next call may go unstamped: tracing
  * on (which init sets last, after real), registered, not nested. */
