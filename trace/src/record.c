@@ -169,6 +169,8 @@ typedef struct tstate {
   uint64_t tag;                      /* the shadow entries of its blocks, less seq and large
                                         (thread + 1, epoch); ~0 when it gets none */
   uint64_t seq_limit;                /* its blocks get entries while nblocks is below it (0: none) */
+  uintptr_t leaf_key;                /* address >> SH_LEAF_SHIFT of the shadow leaf last used */
+  _Atomic uint64_t *leaf;            /* (the fast path's; ~0 and NULL before the first) */
   uint64_t last_remote;              /* n of its previous reference to another thread's block */
   unsigned rounds;                   /* pthread key destructor rounds seen */
   /* owner or a flusher holding `flushing` */
@@ -469,6 +471,8 @@ static void shadow_owner(tstate_t *t);
 static void thread_begin(tstate_t *t, uint64_t now) {
   t->tidx = atomic_fetch_add(&next_tidx, 1);
   shadow_owner(t);
+  t->leaf_key = ~(uintptr_t)0;
+  t->leaf = NULL;
   t->entry = t->last_entry = t->last_done = now;
   t->skip = 0;
   t->window = 1;
@@ -584,6 +588,11 @@ static __attribute__((noinline)) shadow_t *shadow_leaf_new(_Atomic(shadow_t *) *
   return leaf;
 }
 
+/* Address a's entry in its leaf: 16-aligned addresses in the first half. */
+static inline uintptr_t shadow_index(uintptr_t a) {
+  return ((a >> 4) & (SH_LEAF_ENTRIES / 2 - 1)) | (a & 8 ? SH_LEAF_ENTRIES / 2 : 0);
+}
+
 static inline shadow_t *shadow_slot(const void *p, bool create) {
   uintptr_t a = (uintptr_t)p;
   if (UNLIKELY(a >> SH_ADDR_BITS) || UNLIKELY(!shadow_top)) return NULL;
@@ -592,7 +601,22 @@ static inline shadow_t *shadow_slot(const void *p, bool create) {
   if (UNLIKELY(!leaf)) {
     if (!create || !(leaf = shadow_leaf_new(top))) return NULL;
   }
-  return &leaf[((a >> 4) & (SH_LEAF_ENTRIES / 2 - 1)) | (a & 8 ? SH_LEAF_ENTRIES / 2 : 0)];
+  return &leaf[shadow_index(a)];
+}
+
+/* shadow_slot through t's cached leaf (a leaf, once made, stays). */
+static __attribute__((noinline)) shadow_t *shadow_slot_miss(tstate_t *t, const void *p, bool create) {
+  shadow_t *e = shadow_slot(p, create);
+  if (e) {
+    t->leaf_key = (uintptr_t)p >> SH_LEAF_SHIFT;
+    t->leaf = e - shadow_index((uintptr_t)p);
+  }
+  return e;
+}
+static inline shadow_t *shadow_slot_cached(tstate_t *t, const void *p, bool create) {
+  uintptr_t a = (uintptr_t)p;
+  if (UNLIKELY(a >> SH_LEAF_SHIFT != t->leaf_key)) return shadow_slot_miss(t, p, create);
+  return &t->leaf[shadow_index(a)];
 }
 
 /* p is a new block of t's: its id is (t, t->nblocks); large: it has
@@ -906,30 +930,39 @@ static inline void rec_release(tstate_t *t, unsigned op, const void *p, uint64_t
 }
 
 /* ---- the fast path ----------------------------------------------------------
- * In a dense burst most calls go unstamped (t->skip > 0).  Of those, a
- * malloc or calloc of fewer than MMT_TIMED_BYTES that succeeds, and a free
- * of a small block the thread itself got, take these few steps instead of
- * the general ones: the same event (op, delta 0, the arguments) and the
- * same shadow entry, without the general path's choices.  Every other call
- * (stamped, timed, failed, another thread's block or an unknown one)
- * takes the general path.  On CPython most calls are of this kind.  Under
- * callgrind, a malloc+free pair of 64 bytes in a dense loop (one call in
- * 8 stamped) costs the recorder 200 instructions beside glibc's 188,
- * against 300 before this path. */
+ * A malloc or calloc of fewer than MMT_TIMED_BYTES, and a free of a small
+ * block the thread itself got, need none of the general path's choices:
+ * such a call is timed only after a long gap, which ev_begin finds.  They
+ * enter and stamp here.  An unstamped one that succeeds (most calls in a
+ * dense burst, and most of CPython's) is also recorded here: the same
+ * event (op, delta 0, the arguments) and the same shadow entry in a few
+ * steps.  A stamped one, or a failed one, is recorded by rec_alloc or
+ * rec_release.  Every other call takes the general path.  Under callgrind,
+ * a malloc+free pair of 64 bytes in a loop (bench/fastpath over glibc,
+ * with every window taken as dense, one call in 8 stamped) costs the
+ * recorder 192 instructions beside the loop's and glibc's 188, against
+ * 300 with the general path alone. */
 
-/* The calling thread's state if its next call may go unstamped: tracing
+/* The calling thread's state if this call may take the fast path: tracing
  * on (which init sets last, after real), registered, not nested. */
 static inline tstate_t *fast_state(void) {
   if (UNLIKELY(!atomic_load_explicit(&tracing_on, memory_order_acquire))) return NULL;
   tstate_t *t = tls_state;
-  return LIKELY(t) && LIKELY(!tls_depth) && LIKELY(t->skip) ? t : NULL;
+  return LIKELY(t) && LIKELY(!tls_depth) ? t : NULL;
 }
 
-/* Enters the traced call: one unstamped call of the burst used. */
-static inline void fast_enter(tstate_t *t) {
+/* Enters the traced call and stamps it as stamp(t, false) would: true if
+ * it goes unstamped (one unstamped call of the burst used). */
+static inline bool fast_enter(tstate_t *t) {
   tls_depth = 1;
-  t->skip--;
-  t->window++;
+  if (LIKELY(t->skip)) {
+    t->skip--;
+    t->window++;
+    return true;
+  }
+  t->stamped = true;
+  t->entry = now_ticks();
+  return false;
 }
 
 /* The event's op and delta 0, at the buffer's end; *f: the fill before. */
@@ -952,16 +985,24 @@ static inline void fast_leave(tstate_t *t, unsigned char *q, uint64_t f) {
 /* The new block p's shadow entry (note_block's, small and of a thread
  * below seq_limit). */
 static inline void fast_note(tstate_t *t, const void *p) {
-  shadow_t *e = shadow_slot(p, true);
+  shadow_t *e = shadow_slot_cached(t, p, true);
   if (LIKELY(e)) atomic_store_explicit(e, t->nblocks << SH_SEQ_SHIFT | t->tag, memory_order_relaxed);
   t->nblocks++;
 }
 
-/* An unstamped allocation that failed: the general event (op|FAILED). */
-static __attribute__((noinline)) void fast_failed(tstate_t *t, unsigned op, size_t nmemb, size_t size) {
-  t->stamped = false;
-  t->window--;                       /* ev_begin counts it */
-  rec_alloc(t, op, 0, nmemb, size, NULL);
+/* A fast allocation that was stamped or failed: the general event. */
+static __attribute__((noinline)) void fast_rec_alloc(tstate_t *t, bool unstamped, unsigned op,
+                                                     size_t nmemb, size_t size, void *p) {
+  if (unstamped) {
+    t->stamped = false;
+    t->window--;                     /* ev_begin counts it */
+  }
+  rec_alloc(t, op, 0, nmemb, size, p);
+}
+
+/* A stamped fast free: the general event. */
+static __attribute__((noinline)) void fast_rec_release(tstate_t *t, const void *p, uint64_t v) {
+  rec_release(t, MMT_FREE, p, v, 0, 0);
 }
 
 static __attribute__((noinline)) void *malloc_general(size_t n) {
@@ -977,13 +1018,16 @@ static __attribute__((noinline)) void *malloc_general(size_t n) {
 EXPORT void *malloc(size_t n) {
   tstate_t *t = fast_state();
   if (LIKELY(t) && LIKELY(n < MMT_TIMED_BYTES) && LIKELY(t->nblocks < t->seq_limit)) {
-    fast_enter(t);
+    bool quiet = fast_enter(t);
     void *p = real.malloc(n);
-    if (UNLIKELY(!p)) { fast_failed(t, MMT_MALLOC, 0, n); return p; }
-    fast_note(t, p);
-    uint64_t f;
-    unsigned char *q = fast_event(t, MMT_MALLOC, &f);
-    fast_leave(t, mmt_put_varint(q, n), f);
+    if (LIKELY(quiet) && LIKELY(p)) {
+      fast_note(t, p);
+      uint64_t f;
+      unsigned char *q = fast_event(t, MMT_MALLOC, &f);
+      fast_leave(t, mmt_put_varint(q, n), f);
+    } else {
+      fast_rec_alloc(t, quiet, MMT_MALLOC, 0, n, p);
+    }
     return p;
   }
   return malloc_general(n);
@@ -1002,13 +1046,16 @@ static __attribute__((noinline)) void *calloc_general(size_t k, size_t n) {
 EXPORT void *calloc(size_t k, size_t n) {
   tstate_t *t = fast_state();
   if (LIKELY(t) && LIKELY(!alloc_large(k, n)) && LIKELY(t->nblocks < t->seq_limit)) {
-    fast_enter(t);
+    bool quiet = fast_enter(t);
     void *p = real.calloc(k, n);
-    if (UNLIKELY(!p)) { fast_failed(t, MMT_CALLOC, k, n); return p; }
-    fast_note(t, p);
-    uint64_t f;
-    unsigned char *q = fast_event(t, MMT_CALLOC, &f);
-    fast_leave(t, mmt_put_varint(mmt_put_varint(q, k), n), f);
+    if (LIKELY(quiet) && LIKELY(p)) {
+      fast_note(t, p);
+      uint64_t f;
+      unsigned char *q = fast_event(t, MMT_CALLOC, &f);
+      fast_leave(t, mmt_put_varint(mmt_put_varint(q, k), n), f);
+    } else {
+      fast_rec_alloc(t, quiet, MMT_CALLOC, k, n, p);
+    }
     return p;
   }
   return calloc_general(k, n);
@@ -1033,21 +1080,25 @@ static __attribute__((noinline)) void free_general(void *p) {
   release(MMT_FREE, p, 0, 0, call_free);
 }
 
-/* The fast free: an unstamped release of a small block of this thread's
- * (its entry's owner is t->tag, large clear), read and cleared before the
- * real call like take_block's. */
+/* The fast free: a small block of this thread's (its entry's owner is
+ * t->tag, large clear), the entry read and cleared before the real call as
+ * take_block does. */
 EXPORT void free(void *p) {
   tstate_t *t = fast_state();
   if (LIKELY(t) && LIKELY(p)) {
-    shadow_t *e = shadow_slot(p, false);
+    shadow_t *e = shadow_slot_cached(t, p, false);
     uint64_t v;
     if (LIKELY(e) && LIKELY(((v = atomic_load_explicit(e, memory_order_relaxed)) & (SH_OWNER | SH_LARGE)) == t->tag)) {
       atomic_store_explicit(e, 0, memory_order_relaxed);
-      fast_enter(t);
+      bool quiet = fast_enter(t);
       real.free(p);
-      uint64_t f;
-      unsigned char *q = fast_event(t, MMT_FREE, &f);
-      fast_leave(t, mmt_put_varint(q, 2 + 2 * (t->nblocks - 1 - (v >> SH_SEQ_SHIFT))), f);
+      if (LIKELY(quiet)) {
+        uint64_t f;
+        unsigned char *q = fast_event(t, MMT_FREE, &f);
+        fast_leave(t, mmt_put_varint(q, 2 + 2 * (t->nblocks - 1 - (v >> SH_SEQ_SHIFT))), f);
+      } else {
+        fast_rec_release(t, p, v);
+      }
       return;
     }
   }
