@@ -164,7 +164,9 @@ typedef struct tstate {
   bool ev_timed;                     /* the one being appended carries its dur */
   bool stamped;                      /* the call being recorded read the clock (entry is its) */
   uint32_t skip;                     /* calls that may still go unstamped (a dense burst) */
-  uint32_t window;                   /* calls since the last stamped one, counting this one */
+  uint32_t skip_set;                 /* skip as the last stamped call set it: the calls since
+                                        that one, counting this one (its window), are
+                                        1 + skip_set - skip */
   uint64_t nblocks;                  /* blocks it has been given: the next id's n */
   uint64_t tag;                      /* the shadow entries of its blocks, less seq and large
                                         (thread + 1, epoch); ~0 when it gets none */
@@ -406,11 +408,13 @@ static __attribute__((noinline)) unsigned char *put_cpu(tstate_t *t, unsigned ch
 static inline unsigned char *ev_begin(tstate_t *t, unsigned op, bool timed) {
   unsigned char *q = t->buf + (uint32_t)atomic_load_explicit(&t->fill, memory_order_relaxed);
   t->ev_events = 1;
-  if (UNLIKELY(timed && !t->stamped)) stamp(t, true);   /* callers stamp timed calls first */
+  if (UNLIKELY(timed && !t->stamped)) {   /* callers stamp timed calls first */
+    t->skip++;                       /* not an unstamped call after all */
+    stamp(t, true);
+  }
   if (!t->stamped) {                 /* delta 0: the clock was not read */
     *q++ = (unsigned char)op;
     *q++ = 0;
-    t->window++;
     t->ev_timed = false;
     return q;
   }
@@ -425,8 +429,8 @@ static inline unsigned char *ev_begin(tstate_t *t, unsigned op, bool timed) {
   q = mmt_put_varint(q, delta);
   /* calls closer together than DENSE_DIV-th of a long gap, on average
    * since the last stamp: the next SKIP_CALLS may go unstamped */
-  t->skip = delta < t->window * (long_gap / DENSE_DIV) ? SKIP_CALLS : 0;
-  t->window = 1;
+  uint32_t window = 1 + t->skip_set - t->skip;
+  t->skip = t->skip_set = delta < window * (long_gap / DENSE_DIV) ? SKIP_CALLS : 0;
   t->last_done = t->entry;
   if (timed) {
     uint64_t exit = now_ticks();
@@ -475,7 +479,7 @@ static void thread_begin(tstate_t *t, uint64_t now) {
   t->leaf = NULL;
   t->entry = t->last_entry = t->last_done = now;
   t->skip = 0;
-  t->window = 1;
+  t->skip_set = 0;
   atomic_store_explicit(&t->busy, 0, memory_order_relaxed);
   t->cpu0 = thread_cpu_ns();
   t->sample = 0;
@@ -940,7 +944,7 @@ static inline void rec_release(tstate_t *t, unsigned op, const void *p, uint64_t
  * rec_release.  Every other call takes the general path.  Under callgrind,
  * a malloc+free pair of 64 bytes in a loop (bench/fastpath over glibc,
  * with every window taken as dense, one call in 8 stamped) costs the
- * recorder 192 instructions beside the loop's and glibc's 188, against
+ * recorder 189 instructions beside the loop's and glibc's 188, against
  * 300 with the general path alone. */
 
 /* The calling thread's state if this call may take the fast path: tracing
@@ -957,7 +961,6 @@ static inline bool fast_enter(tstate_t *t) {
   tls_depth = 1;
   if (LIKELY(t->skip)) {
     t->skip--;
-    t->window++;
     return true;
   }
   t->stamped = true;
@@ -985,7 +988,9 @@ static inline void fast_leave(tstate_t *t, unsigned char *q, uint64_t f) {
 /* The new block p's shadow entry (note_block's, small and of a thread
  * below seq_limit). */
 static inline void fast_note(tstate_t *t, const void *p) {
-  shadow_t *e = shadow_slot_cached(t, p, true);
+  uintptr_t a = (uintptr_t)p;
+  shadow_t *e = LIKELY(a >> SH_LEAF_SHIFT == t->leaf_key) ? &t->leaf[shadow_index(a)]
+                                                          : shadow_slot_miss(t, p, true);
   if (LIKELY(e)) atomic_store_explicit(e, t->nblocks << SH_SEQ_SHIFT | t->tag, memory_order_relaxed);
   t->nblocks++;
 }
@@ -993,10 +998,7 @@ static inline void fast_note(tstate_t *t, const void *p) {
 /* A fast allocation that was stamped or failed: the general event. */
 static __attribute__((noinline)) void fast_rec_alloc(tstate_t *t, bool unstamped, unsigned op,
                                                      size_t nmemb, size_t size, void *p) {
-  if (unstamped) {
-    t->stamped = false;
-    t->window--;                     /* ev_begin counts it */
-  }
+  t->stamped = !unstamped;
   rec_alloc(t, op, 0, nmemb, size, p);
 }
 
