@@ -30,7 +30,8 @@
  *      call's: the reader tells the gap's computing from its blocking;
  *   5. a full buffer is written as one chunk with one write(2).
  * In a dense burst, an unstamped malloc, calloc or free of a small block
- * the thread owns does 1-5 on a shorter path ("the fast path" below).
+ * the thread owns takes a shorter path ("the fast path" below), which
+ * writes its event before the real call.
  * No lock and no atomic read-modify-write on it: the buffer belongs to the
  * thread, and a shadow entry is written by the thread that got the block
  * and read by the one that frees it, which the program itself ordered
@@ -171,6 +172,8 @@ typedef struct tstate {
   uint64_t tag;                      /* the shadow entries of its blocks, less seq and large
                                         (thread + 1, epoch); ~0 when it gets none */
   uint64_t seq_limit;                /* its blocks get entries while nblocks is below it (0: none) */
+  uint64_t pending;                  /* the fill that publishes the event being recorded
+                                        (the fast path's, across its real call) */
   uintptr_t leaf_key;                /* address >> SH_LEAF_SHIFT of the shadow leaf last used */
   _Atomic uint64_t *leaf;            /* (the fast path's; ~0 and NULL before the first) */
   uint64_t last_remote;              /* n of its previous reference to another thread's block */
@@ -936,16 +939,26 @@ static inline void rec_release(tstate_t *t, unsigned op, const void *p, uint64_t
 /* ---- the fast path ----------------------------------------------------------
  * A malloc or calloc of fewer than MMT_TIMED_BYTES, and a free of a small
  * block the thread itself got, need none of the general path's choices:
- * such a call is timed only after a long gap, which ev_begin finds.  They
- * enter and stamp here.  An unstamped one that succeeds (most calls in a
- * dense burst, and most of CPython's) is also recorded here: the same
- * event (op, delta 0, the arguments) and the same shadow entry in a few
- * steps.  A stamped one, or a failed one, is recorded by rec_alloc or
- * rec_release.  Every other call takes the general path.  Under callgrind,
- * a malloc+free pair of 64 bytes in a loop (bench/fastpath over glibc,
- * with every window taken as dense, one call in 8 stamped) costs the
- * recorder 186 instructions beside the loop's and glibc's 188, against
- * 300 with the general path alone. */
+ * such a call is timed only after a long gap, which ev_begin finds.  A
+ * stamped one enters and stamps here and is recorded by rec_alloc or
+ * rec_release.  An unstamped one (most calls in a dense burst, and most of
+ * CPython's) is recorded here in a few steps: the same event (op, delta 0,
+ * the arguments) and the same shadow entry.
+ *   - An allocation writes its event before the real call and publishes it
+ *     after, with the new block's shadow entry (or the op marked failed):
+ *     only t lives across the call (the fill to publish waits in
+ *     t->pending; nothing else appends meanwhile, the call being traced).
+ *   - A free publishes its event before the real call (a free returns
+ *     nothing to record), which is then its last step, made with the
+ *     traced-call flag clear: a call the real free made through the malloc
+ *     family's symbols would be recorded (no allocator we know makes one;
+ *     the general path would hide it), and a free that crashes is in the
+ *     trace.
+ * Every other call takes the general path.  Under callgrind, a malloc+free
+ * pair of 64 bytes in a loop (bench/fastpath over glibc, with every window
+ * taken as dense, one call in 8 stamped) costs the recorder 169
+ * instructions beside the loop's and glibc's 188, against 300 with the
+ * general path alone. */
 
 /* The calling thread's state if this call may take the fast path: tracing
  * on (which init sets last, after real), registered, not nested. */
@@ -955,20 +968,15 @@ static inline tstate_t *fast_state(void) {
   return LIKELY(t) && LIKELY(!tls_depth) ? t : NULL;
 }
 
-/* Enters the traced call and stamps it as stamp(t, false) would: true if
- * it goes unstamped (one unstamped call of the burst used). */
-static inline bool fast_enter(tstate_t *t) {
+/* Enters a stamped call: stamp(t, true)'s reading of the clock. */
+static inline void fast_enter_stamped(tstate_t *t) {
   tls_depth = 1;
-  if (LIKELY(t->skip)) {
-    t->skip--;
-    return true;
-  }
   t->stamped = true;
   t->entry = now_ticks();
-  return false;
 }
 
-/* The event's op and delta 0, at the buffer's end; *f: the fill before. */
+/* An unstamped event's op and delta 0 at the buffer's end, not yet
+ * published; *f: the fill before it. */
 static inline unsigned char *fast_event(tstate_t *t, unsigned op, uint64_t *f) {
   *f = atomic_load_explicit(&t->fill, memory_order_relaxed);
   unsigned char *q = t->buf + (uint32_t)*f;
@@ -977,12 +985,9 @@ static inline unsigned char *fast_event(tstate_t *t, unsigned op, uint64_t *f) {
   return q + 2;
 }
 
-/* Publishes the event that ends at q (ev_end's store), then leaves. */
-static inline void fast_leave(tstate_t *t, unsigned char *q, uint64_t f) {
-  uint64_t bytes = (uint64_t)(q - t->buf);
-  atomic_store_explicit(&t->fill, ((f >> 32) + 1) << 32 | bytes, memory_order_release);
-  if (UNLIKELY(bytes >= BUF_BYTES)) flush_own(t);
-  tls_depth = 0;
+/* The fill that publishes one more event, ending at q (ev_end's). */
+static inline uint64_t fast_fill(const tstate_t *t, const unsigned char *q, uint64_t f) {
+  return ((f >> 32) + 1) << 32 | (uint64_t)(q - t->buf);
 }
 
 /* The new block p's shadow entry (note_block's, small and of a thread
@@ -995,20 +1000,25 @@ static inline void fast_note(tstate_t *t, const void *p) {
   t->nblocks++;
 }
 
-/* A fast allocation that was stamped or failed: the general event (one
- * function per op, so that rec_alloc's choices on it fold away). */
-#define FAST_REC_ALLOC(name, OP)                                                    \
-  static __attribute__((noinline)) void name(tstate_t *t, bool unstamped, size_t nmemb, \
-                                             size_t size, void *p) {               \
-    t->stamped = !unstamped;                                                        \
-    rec_alloc(t, OP, 0, nmemb, size, p);                                            \
-  }
-FAST_REC_ALLOC(fast_rec_malloc, MMT_MALLOC)
-FAST_REC_ALLOC(fast_rec_calloc, MMT_CALLOC)
+/* An unstamped allocation after its real call: p's entry, or the event's
+ * op marked failed (as rec_alloc would write it); the event published; the
+ * call left. */
+static inline void fast_alloc_done(tstate_t *t, unsigned op, const void *p) {
+  if (LIKELY(p))
+    fast_note(t, p);
+  else
+    t->buf[(uint32_t)atomic_load_explicit(&t->fill, memory_order_relaxed)] = (unsigned char)(op | MMT_FAILED);
+  uint64_t fill = t->pending;
+  atomic_store_explicit(&t->fill, fill, memory_order_release);
+  if (UNLIKELY((uint32_t)fill >= BUF_BYTES)) flush_own(t);
+  tls_depth = 0;
+}
 
-/* A stamped fast free: the general event. */
-static __attribute__((noinline)) void fast_rec_release(tstate_t *t, const void *p, uint64_t v) {
-  rec_release(t, MMT_FREE, p, v, 0, 0);
+static __attribute__((noinline)) void *malloc_stamped(tstate_t *t, size_t n) {
+  fast_enter_stamped(t);
+  void *p = real.malloc(n);
+  rec_alloc(t, MMT_MALLOC, 0, 0, n, p);
+  return p;
 }
 
 static __attribute__((noinline)) void *malloc_general(size_t n) {
@@ -1024,19 +1034,24 @@ static __attribute__((noinline)) void *malloc_general(size_t n) {
 EXPORT void *malloc(size_t n) {
   tstate_t *t = fast_state();
   if (LIKELY(t) && LIKELY(n < MMT_TIMED_BYTES) && LIKELY(t->nblocks < t->seq_limit)) {
-    bool quiet = fast_enter(t);
+    if (UNLIKELY(!t->skip)) return malloc_stamped(t, n);
+    tls_depth = 1;
+    t->skip--;
+    uint64_t f;
+    unsigned char *q = mmt_put_varint(fast_event(t, MMT_MALLOC, &f), n);
+    t->pending = fast_fill(t, q, f);
     void *p = real.malloc(n);
-    if (LIKELY(quiet) && LIKELY(p)) {
-      fast_note(t, p);
-      uint64_t f;
-      unsigned char *q = fast_event(t, MMT_MALLOC, &f);
-      fast_leave(t, mmt_put_varint(q, n), f);
-    } else {
-      fast_rec_malloc(t, quiet, 0, n, p);
-    }
+    fast_alloc_done(t, MMT_MALLOC, p);
     return p;
   }
   return malloc_general(n);
+}
+
+static __attribute__((noinline)) void *calloc_stamped(tstate_t *t, size_t k, size_t n) {
+  fast_enter_stamped(t);
+  void *p = real.calloc(k, n);
+  rec_alloc(t, MMT_CALLOC, 0, k, n, p);
+  return p;
 }
 
 static __attribute__((noinline)) void *calloc_general(size_t k, size_t n) {
@@ -1052,16 +1067,14 @@ static __attribute__((noinline)) void *calloc_general(size_t k, size_t n) {
 EXPORT void *calloc(size_t k, size_t n) {
   tstate_t *t = fast_state();
   if (LIKELY(t) && LIKELY(!alloc_large(k, n)) && LIKELY(t->nblocks < t->seq_limit)) {
-    bool quiet = fast_enter(t);
+    if (UNLIKELY(!t->skip)) return calloc_stamped(t, k, n);
+    tls_depth = 1;
+    t->skip--;
+    uint64_t f;
+    unsigned char *q = mmt_put_varint(mmt_put_varint(fast_event(t, MMT_CALLOC, &f), k), n);
+    t->pending = fast_fill(t, q, f);
     void *p = real.calloc(k, n);
-    if (LIKELY(quiet) && LIKELY(p)) {
-      fast_note(t, p);
-      uint64_t f;
-      unsigned char *q = fast_event(t, MMT_CALLOC, &f);
-      fast_leave(t, mmt_put_varint(mmt_put_varint(q, k), n), f);
-    } else {
-      fast_rec_calloc(t, quiet, k, n, p);
-    }
+    fast_alloc_done(t, MMT_CALLOC, p);
     return p;
   }
   return calloc_general(k, n);
@@ -1086,25 +1099,50 @@ static __attribute__((noinline)) void free_general(void *p) {
   release(MMT_FREE, p, 0, 0, call_free);
 }
 
+/* The fast free's other steps, out of line so that each call free() makes
+ * is its last (free() itself saves no register). */
+/* A full buffer after an unstamped free's event: flushed inside a traced
+ * call, then the real free. */
+static __attribute__((noinline)) void fast_flush_free(tstate_t *t, void *p) {
+  tls_depth = 1;
+  flush_own(t);
+  tls_depth = 0;
+  real.free(p);
+}
+/* A stamped fast free: stamped and entered, the real call, the general
+ * event. */
+static __attribute__((noinline)) void free_stamped(tstate_t *t, void *p, uint64_t v) {
+  fast_enter_stamped(t);
+  real.free(p);
+  rec_release(t, MMT_FREE, p, v, 0, 0);
+}
+
 /* The fast free: a small block of this thread's (its entry's owner is
- * t->tag, large clear), the entry read and cleared before the real call as
- * take_block does. */
+ * t->tag, large clear) in the shadow leaf t last used (else the general
+ * path, which caches the leaf), the entry read and cleared before the real
+ * call as take_block does. */
 EXPORT void free(void *p) {
   tstate_t *t = fast_state();
-  if (LIKELY(t) && LIKELY(p)) {
-    shadow_t *e = shadow_slot_cached(t, p, false);
-    uint64_t v;
-    if (LIKELY(e) && LIKELY(((v = atomic_load_explicit(e, memory_order_relaxed)) & (SH_OWNER | SH_LARGE)) == t->tag)) {
+  if (LIKELY(t) && LIKELY(p) && LIKELY((uintptr_t)p >> SH_LEAF_SHIFT == t->leaf_key)) {
+    shadow_t *e = &t->leaf[shadow_index((uintptr_t)p)];
+    uint64_t v = atomic_load_explicit(e, memory_order_relaxed);
+    if (LIKELY((v & (SH_OWNER | SH_LARGE)) == t->tag)) {
       atomic_store_explicit(e, 0, memory_order_relaxed);
-      bool quiet = fast_enter(t);
-      real.free(p);
-      if (LIKELY(quiet)) {
-        uint64_t f;
-        unsigned char *q = fast_event(t, MMT_FREE, &f);
-        fast_leave(t, mmt_put_varint(q, 2 + 2 * (t->nblocks - 1 - (v >> SH_SEQ_SHIFT))), f);
-      } else {
-        fast_rec_release(t, p, v);
+      if (UNLIKELY(!t->skip)) {
+        free_stamped(t, p, v);
+        return;
       }
+      t->skip--;
+      uint64_t f;
+      unsigned char *q = fast_event(t, MMT_FREE, &f);
+      q = mmt_put_varint(q, 2 + 2 * (t->nblocks - 1 - (v >> SH_SEQ_SHIFT)));
+      uint64_t fill = fast_fill(t, q, f);
+      atomic_store_explicit(&t->fill, fill, memory_order_release);
+      if (UNLIKELY((uint32_t)fill >= BUF_BYTES)) {
+        fast_flush_free(t, p);
+        return;
+      }
+      real.free(p);
       return;
     }
   }

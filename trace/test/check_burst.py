@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""check_burst.py — burst.c traced over failalloc.c: every call of its four
+rounds in order, the failed allocations recorded as failed (malloc of 77
+bytes, calloc of 7 x 11) with no block, each free naming the block its
+allocation got (free NULL for the failed ones), and enough of the failures
+unstamped that the recorder's fast path is known to have recorded them.
+
+    check_burst.py MMTRACE BURST_PROGRAM FAILALLOC_SO WORKDIR
+"""
+import os
+import subprocess
+import sys
+
+
+def fail(msg):
+    print(f"check_burst: FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def main():
+    mmtrace, prog, shim, work = sys.argv[1:5]
+    os.makedirs(work, exist_ok=True)
+    trace = os.path.join(work, "burst.mmtrace")
+    if os.path.exists(trace):
+        os.unlink(trace)
+    r = subprocess.run([mmtrace, "record", "-o", trace, "--alloc", shim, "--", prog],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"record: status {r.returncode}: {r.stderr.strip()}")
+    d = subprocess.run([mmtrace, "dump", "--times", trace], capture_output=True, text=True)
+    if d.returncode != 0:
+        fail(f"dump: status {d.returncode}: {d.stderr.strip()}")
+    calls = []
+    for line in d.stdout.splitlines():
+        if line.startswith("#"):
+            continue
+        parts = line.split(" ")
+        if parts[2] in ("malloc", "calloc", "free"):
+            calls.append((parts[2], " ".join(parts[3:]), " unstamped " in line, line))
+    # the first round starts at the first malloc of 16 bytes
+    start = next((k for k, c in enumerate(calls) if c[0] == "malloc" and c[1].startswith("size=16 ")), None)
+    if start is None:
+        fail("no malloc of 16 bytes in the trace")
+    k = start
+    failed_unstamped = failed = 0
+    for rnd in range(4):
+        ids = []
+        for i in range(96):
+            if k >= len(calls):
+                fail(f"the trace ends in round {rnd} at allocation {i}")
+            op, rest, unstamped, line = calls[k]
+            k += 1
+            if i % 8 == 3:
+                want = ("malloc", "size=77 failed")
+            elif i % 8 == 5:
+                want = ("calloc", "nmemb=7 size=11 failed")
+            else:
+                want = ("malloc", f"size={16 + i} -> ")
+            if op != want[0] or not rest.startswith(want[1]):
+                fail(f"round {rnd} allocation {i}: expected {want[0]} {want[1]}..., got: {line}")
+            if want[1].endswith("failed"):
+                failed += 1
+                failed_unstamped += unstamped
+                ids.append(None)
+            else:
+                ids.append(rest.split(" -> ")[1].split(" ")[0])
+        for i in range(95, -1, -1):
+            op, rest, unstamped, line = calls[k]
+            k += 1
+            want = "NULL" if ids[i] is None else ids[i]
+            if op != "free" or rest.split(" ")[0] != want:
+                fail(f"round {rnd} free of allocation {i}: expected free {want}, got: {line}")
+    if failed_unstamped < 8:
+        fail(f"only {failed_unstamped} of the {failed} failed allocations are unstamped: "
+             "the fast path's failure was not recorded often enough to be tested")
+    print(f"ok: 4 rounds of 96 allocations and 96 frees match, {failed} failed "
+          f"({failed_unstamped} unstamped, on the fast path)")
+
+
+if __name__ == "__main__":
+    main()
