@@ -88,6 +88,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
@@ -268,16 +269,28 @@ static _Atomic uint64_t long_ticks = LONG_GAP_NS;
 
 /* ---- writing ------------------------------------------------------------- */
 
+/* One record, appended whole; false if writing failed, after cutting the
+ * part of it that was written (a file past its size limit or its disk's
+ * room keeps whole records only, which `--partial` reads). */
 static bool write_all(const struct iovec *iov, int n) {
   struct iovec v[4];
   memcpy(v, iov, sizeof(struct iovec) * (size_t)n);
   int i = 0;
+  off_t done = 0;
   while (i < n) {
     ssize_t w = writev(trace_fd, v + i, n - i);
     if (w < 0) {
       if (errno == EINTR) continue;
+      int e = errno;
+      struct stat st;
+      if (done && fstat(trace_fd, &st) == 0 && st.st_size >= done) {
+        int rc = ftruncate(trace_fd, st.st_size - done);
+        (void)rc;
+      }
+      errno = e;
       return false;
     }
+    done += w;
     while (i < n && (size_t)w >= v[i].iov_len) { w -= (ssize_t)v[i].iov_len; i++; }
     if (i < n) { v[i].iov_base = (char *)v[i].iov_base + w; v[i].iov_len -= (size_t)w; }
   }
@@ -299,7 +312,7 @@ static void write_failed(void) {
 /* One chunk: the events [from, from + bytes) of t's buffer. Caller holds
  * t->flushing. */
 static void write_chunk(tstate_t *t, uint32_t from, uint32_t bytes, uint32_t events, uint64_t busy) {
-  if (!bytes || atomic_load(&closed) || trace_fd < 0) return;
+  if (!bytes || atomic_load(&closed) || trace_fd < 0 || !tracing) return;   /* !tracing: a write failed */
   unsigned char hdr[1 + 7 * MMT_VARINT_MAX + 8], *q = hdr;
   *q++ = MMT_REC_CHUNK;
   q = mmt_put_varint(q, t->tidx);
@@ -433,7 +446,10 @@ static inline unsigned char *ev_begin(tstate_t *t, unsigned op, bool timed) {
   /* calls closer together than DENSE_DIV-th of a long gap, on average
    * since the last stamp: the next SKIP_CALLS may go unstamped */
   uint32_t window = 1 + t->skip_set - t->skip;
-  t->skip = t->skip_set = delta < window * (long_gap / DENSE_DIV) ? SKIP_CALLS : 0;
+  /* (and only while the window's blocks all get shadow entries: the fast
+   * path's unstamped allocations rely on it) */
+  t->skip = t->skip_set =
+      delta < window * (long_gap / DENSE_DIV) && t->nblocks + SKIP_CALLS < t->seq_limit ? SKIP_CALLS : 0;
   t->last_done = t->entry;
   if (timed) {
     uint64_t exit = now_ticks();
@@ -956,14 +972,15 @@ static inline void rec_release(tstate_t *t, unsigned op, const void *p, uint64_t
  *     trace.
  * Every other call takes the general path.  Under callgrind, a malloc+free
  * pair of 64 bytes in a loop (bench/fastpath over glibc, with every window
- * taken as dense, one call in 8 stamped) costs the recorder 169
+ * taken as dense, one call in 8 stamped) costs the recorder 160
  * instructions beside the loop's and glibc's 188, against 300 with the
  * general path alone. */
 
-/* The calling thread's state if this call may take the fast path: tracing
- * on (which init sets last, after real), registered, not nested. */
+/* The calling thread's state if this call may take the fast path:
+ * registered (by enter(), once tracing was on) and not nested.  Tracing
+ * turned off later (a write failed, a forked child could not open its
+ * file) leaves it on: its events then go nowhere, write_chunk drops them. */
 static inline tstate_t *fast_state(void) {
-  if (UNLIKELY(!atomic_load_explicit(&tracing_on, memory_order_acquire))) return NULL;
   tstate_t *t = tls_state;
   return LIKELY(t) && LIKELY(!tls_depth) ? t : NULL;
 }
@@ -990,8 +1007,8 @@ static inline uint64_t fast_fill(const tstate_t *t, const unsigned char *q, uint
   return ((f >> 32) + 1) << 32 | (uint64_t)(q - t->buf);
 }
 
-/* The new block p's shadow entry (note_block's, small and of a thread
- * below seq_limit). */
+/* The new block p's shadow entry (note_block's, small; an unstamped call
+ * is one of a window that ev_begin granted only below seq_limit). */
 static inline void fast_note(tstate_t *t, const void *p) {
   uintptr_t a = (uintptr_t)p;
   shadow_t *e = LIKELY(a >> SH_LEAF_SHIFT == t->leaf_key) ? &t->leaf[shadow_index(a)]
@@ -1033,7 +1050,7 @@ static __attribute__((noinline)) void *malloc_general(size_t n) {
 
 EXPORT void *malloc(size_t n) {
   tstate_t *t = fast_state();
-  if (LIKELY(t) && LIKELY(n < MMT_TIMED_BYTES) && LIKELY(t->nblocks < t->seq_limit)) {
+  if (LIKELY(t) && LIKELY(n < MMT_TIMED_BYTES)) {
     if (UNLIKELY(!t->skip)) return malloc_stamped(t, n);
     tls_depth = 1;
     t->skip--;
@@ -1066,7 +1083,7 @@ static __attribute__((noinline)) void *calloc_general(size_t k, size_t n) {
 
 EXPORT void *calloc(size_t k, size_t n) {
   tstate_t *t = fast_state();
-  if (LIKELY(t) && LIKELY(!alloc_large(k, n)) && LIKELY(t->nblocks < t->seq_limit)) {
+  if (LIKELY(t) && LIKELY(!alloc_large(k, n))) {
     if (UNLIKELY(!t->skip)) return calloc_stamped(t, k, n);
     tls_depth = 1;
     t->skip--;

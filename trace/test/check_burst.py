@@ -6,8 +6,19 @@ allocation got (free NULL for the failed ones), and enough of the failures
 unstamped that the recorder's fast path is known to have recorded them.
 
     check_burst.py MMTRACE BURST_PROGRAM FAILALLOC_SO WORKDIR
+    check_burst.py --write-failure MMTRACE BURST_PROGRAM FAILALLOC_SO WORKDIR
+
+--write-failure: the trace's file may not grow past 64 KiB (RLIMIT_FSIZE,
+SIGXFSZ ignored), and the program makes about 1 MiB of trace in a thread
+that then exits: the recorder says once that writing failed, the program
+runs to its end and exits 0, and the file holds the whole chunks written
+before the failure (the one being written is cut away) and nothing after
+it (the exiting thread's last chunk would follow one of its chunks that
+is missing), so that the reader's --partial takes it all.
 """
 import os
+import resource
+import signal
 import subprocess
 import sys
 
@@ -17,7 +28,41 @@ def fail(msg):
     sys.exit(1)
 
 
+def write_failure(mmtrace, prog, shim, work):
+    os.makedirs(work, exist_ok=True)
+    trace = os.path.join(work, "full.mmtrace")
+    if os.path.exists(trace):
+        os.unlink(trace)
+    limit = 64 << 10
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    r = subprocess.run([mmtrace, "record", "-o", trace, "--alloc", shim, "--", prog, "2000", "thread"], capture_output=True, text=True,
+                       preexec_fn=limited)
+    if r.returncode != 0:
+        fail(f"the program under a full file: status {r.returncode}: {r.stderr.strip()}")
+    said = [l for l in r.stderr.splitlines() if "mmtrace: writing the trace failed" in l]
+    if len(said) != 1:
+        fail(f"expected one line saying the write failed, got: {r.stderr.strip()!r}")
+    size = os.path.getsize(trace)
+    if size > limit:
+        fail(f"the trace is {size} bytes, past the {limit}-byte limit")
+    d = subprocess.run([mmtrace, "dump", "--partial", trace], capture_output=True, text=True)
+    if d.returncode != 0:
+        fail(f"dump --partial of the cut trace: status {d.returncode}: {d.stderr.strip()}")
+    events = [l for l in d.stdout.splitlines() if not l.startswith("#")]
+    if len(events) < 1000:
+        fail(f"only {len(events)} events read back from the {size} bytes written before the failure")
+    print(f"ok: writing failed at {size} bytes; said once, the program ran to its end, "
+          f"{len(events)} events read back with --partial")
+
+
 def main():
+    if sys.argv[1] == "--write-failure":
+        write_failure(*sys.argv[2:6])
+        return
     mmtrace, prog, shim, work = sys.argv[1:5]
     os.makedirs(work, exist_ok=True)
     trace = os.path.join(work, "burst.mmtrace")
