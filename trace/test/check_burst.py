@@ -7,6 +7,14 @@ unstamped that the recorder's fast path is known to have recorded them.
 
     check_burst.py MMTRACE BURST_PROGRAM FAILALLOC_SO WORKDIR
     check_burst.py --write-failure MMTRACE BURST_PROGRAM FAILALLOC_SO WORKDIR
+    check_burst.py --new MMTRACE BURST_NEW_PROGRAM FAILALLOC_SO WORKDIR
+
+--new: burst_new.cpp's operators new and delete, some new[] throwing
+std::bad_alloc: every call in order (each throw a failed new[] and then the
+free of the exception object, a pointer the trace never saw), the deletes
+naming their blocks, and enough of the throws unstamped that the recorder's
+fast path (and the guard that leaves the traced call as it unwinds) is
+known to have recorded them.
 
 --write-failure: the trace's file may not grow past 64 KiB (RLIMIT_FSIZE,
 SIGXFSZ ignored), and the program makes about 1 MiB of trace in a thread
@@ -59,7 +67,85 @@ def write_failure(mmtrace, prog, shim, work):
           f"{len(events)} events read back with --partial")
 
 
+def record_dump(mmtrace, prog, shim, work, name):
+    """The program recorded over the shim: the dump --times lines of its
+    calls, as (op, rest, unstamped, line)."""
+    os.makedirs(work, exist_ok=True)
+    trace = os.path.join(work, name)
+    if os.path.exists(trace):
+        os.unlink(trace)
+    r = subprocess.run([mmtrace, "record", "-o", trace, "--alloc", shim, "--", prog],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"record: status {r.returncode}: {r.stderr.strip()}")
+    d = subprocess.run([mmtrace, "dump", "--times", trace], capture_output=True, text=True)
+    if d.returncode != 0:
+        fail(f"dump: status {d.returncode}: {d.stderr.strip()}")
+    calls = []
+    for line in d.stdout.splitlines():
+        if line.startswith("#"):
+            continue
+        parts = line.split(" ")
+        if parts[2] not in ("thread_begin", "thread_end"):
+            calls.append((parts[2], " ".join(parts[3:]), " unstamped " in line, line))
+    return calls
+
+
+def check_new(mmtrace, prog, shim, work):
+    calls = record_dump(mmtrace, prog, shim, work, "new.mmtrace")
+    start = next((k for k, c in enumerate(calls) if c[0] == "new" and c[1].startswith("size=40 ")), None)
+    if start is None:
+        fail("no new of 40 bytes in the trace")
+    k = start
+
+    def take(want_op, want_rest, what):
+        nonlocal k
+        if k >= len(calls):
+            fail(f"the trace ends before {what}")
+        op, rest, unstamped, line = calls[k]
+        k += 1
+        if op != want_op or not rest.startswith(want_rest):
+            fail(f"{what}: expected {want_op} {want_rest}..., got: {line}")
+        return rest, unstamped
+
+    thrown = thrown_unstamped = 0
+    for rnd in range(4):
+        ids = {}
+        for i in range(64):
+            if i % 8 == 3:
+                _, unstamped = take("new[]", "size=77 failed ", f"round {rnd} allocation {i}")
+                take("free", "unknown:", f"round {rnd}, the exception object of allocation {i}")
+                thrown += 1
+                thrown_unstamped += unstamped
+            elif i % 2:
+                rest, _ = take("new[]", f"size={100 + i} -> ", f"round {rnd} allocation {i}")
+                ids[i] = rest.split(" -> ")[1].split(" ")[0]
+            else:
+                rest, _ = take("new", f"size={40 + i} -> ", f"round {rnd} allocation {i}")
+                ids[i] = rest.split(" -> ")[1].split(" ")[0]
+        for i in range(63, -1, -1):
+            if i not in ids:
+                continue
+            what = f"round {rnd} delete of allocation {i}"
+            if i % 4 == 1:
+                take("delete[]", f"{ids[i]} ", what)
+            elif i % 4 == 3:
+                take("delete[](size)", f"{ids[i]} size={100 + i} ", what)
+            elif i % 4 == 0:
+                take("delete", f"{ids[i]} ", what)
+            else:
+                take("delete(size)", f"{ids[i]} size={40 + i} ", what)
+    if thrown_unstamped < 8:
+        fail(f"only {thrown_unstamped} of the {thrown} throwing new[] calls are unstamped: "
+             "the fast path's unwinding was not recorded often enough to be tested")
+    print(f"ok: 4 rounds of 64 news and their deletes match, {thrown} new[] threw "
+          f"({thrown_unstamped} unstamped, on the fast path)")
+
+
 def main():
+    if sys.argv[1] == "--new":
+        check_new(*sys.argv[2:6])
+        return
     if sys.argv[1] == "--write-failure":
         write_failure(*sys.argv[2:6])
         return
