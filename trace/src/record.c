@@ -29,9 +29,10 @@
  *      call, rare by construction) and written as a CPU event before the
  *      call's: the reader tells the gap's computing from its blocking;
  *   5. a full buffer is written as one chunk with one write(2).
- * In a dense burst, an unstamped malloc, calloc or free of a small block
- * the thread owns takes a shorter path ("the fast path" below), which
- * writes its event before the real call.
+ * In a dense burst, an unstamped malloc, calloc, free, or operator new or
+ * delete without alignment, of a small block the thread owns, takes a
+ * shorter path ("the fast path" below), which writes its event before the
+ * real call.
  * No lock and no atomic read-modify-write on it: the buffer belongs to the
  * thread, and a shadow entry is written by the thread that got the block
  * and read by the one that frees it, which the program itself ordered
@@ -953,11 +954,13 @@ static inline void rec_release(tstate_t *t, unsigned op, const void *p, uint64_t
 }
 
 /* ---- the fast path ----------------------------------------------------------
- * A malloc or calloc of fewer than MMT_TIMED_BYTES, and a free of a small
+ * A malloc, calloc or operator new (without alignment) of fewer than
+ * MMT_TIMED_BYTES, and a free or delete (without alignment) of a small
  * block the thread itself got, need none of the general path's choices:
  * such a call is timed only after a long gap, which ev_begin finds.  A
- * stamped one enters and stamps here and is recorded by rec_alloc or
- * rec_release.  An unstamped one (most calls in a dense burst, and most of
+ * stamped malloc, calloc or free enters and stamps here and is recorded
+ * by rec_alloc or rec_release (a stamped new or delete takes the general
+ * path).  An unstamped one (most calls in a dense burst, and most of
  * CPython's) is recorded here in a few steps: the same event (op, delta 0,
  * the arguments) and the same shadow entry.
  *   - An allocation writes its event before the real call and publishes it
