@@ -14,7 +14,8 @@
  * such a thread works on the depot, under the pool's lock.
  *
  * Invariants (the pool's lock held, and no thread in an inline call on it;
- * pool_is_valid checks them):
+ * pool_is_valid checks them, and in the middle of the pool's use only the
+ * caller's list of the threads' lists):
  *   every object on the depot (a batch or the loose list) or a thread's
  *   list lies in a block of this pool, at an object boundary below its
  *   block's xlimit, carries its canary (address ^ key), and is on one list
@@ -435,7 +436,7 @@ static void give_back_all(extent_list_t *blocks, unsigned by) {
 void pool_release(struct mm_pool_s *pub) {
   if (!pub) null_pool("mm_pool_release");
   pool_t *pl = pool_of(pub);
-  MM_CHECK(1, "pool", pool_is_valid(pub, MM_WHY));
+  MM_CHECK(1, "pool", pool_is_valid(pub, MM_POOL_THREADS, MM_WHY));
   extent_list_t blocks = {NULL, NULL};
   spin_lock(&pl->lock);
   drop_all(pl, &blocks);
@@ -448,7 +449,7 @@ void pool_destroy(struct mm_pool_s *pub) { pool_destroy_by(pub, MM_GAVE_POOL_DES
 void pool_destroy_by(struct mm_pool_s *pub, unsigned by) {
   if (!pub) null_pool("mm_pool_destroy");
   pool_t *pl = pool_of(pub);
-  MM_CHECK(1, "pool", pool_is_valid(pub, MM_WHY));
+  MM_CHECK(1, "pool", pool_is_valid(pub, MM_POOL_THREADS, MM_WHY));
   mutex_lock(&pools_lock);
   if (pl->prev) pl->prev->next = pl->next; else pools = pl->next;
   if (pl->next) pl->next->prev = pl->prev;
@@ -477,8 +478,8 @@ void *pool_alloc_slow(struct mm_pool_s *pub) {
 void *pool_alloc_any(pool_t *pl) {
   struct mm_pool_s *pub = &pl->pub;
   uint64_t slow = atomic_fetch_add_relaxed(&pl->xslow, 1);
-  if (unlikely(slow % 256 == 255)) MM_CHECK(3, "pool", pool_is_valid(pub, MM_WHY));
   unsigned i = mm_slow_only ? 0 : thread_index();
+  if (unlikely(slow % 256 == 255)) MM_CHECK(3, "pool", pool_is_valid(pub, i, MM_WHY));
   mm_pool_cache_t *c = &pub->cache[i];
   if (c->free) { /* an index taken just now, with the list an exited thread left */
     uintptr_t *o = c->free;
@@ -636,7 +637,7 @@ static bool chain_is_valid(pool_t *pl, const uintptr_t *head, uint64_t want, con
   return true;
 }
 
-bool pool_is_valid(struct mm_pool_s *pub, char *why, size_t why_size) {
+bool pool_is_valid(struct mm_pool_s *pub, unsigned own, char *why, size_t why_size) {
   pool_t *pl = pool_of(pub);
   spin_lock(&pl->lock);
   uint64_t in_batches = 0;
@@ -664,7 +665,8 @@ bool pool_is_valid(struct mm_pool_s *pub, char *why, size_t why_size) {
     ok = false;
   }
   for (unsigned i = 1; ok && i < MM_POOL_THREADS; i++)
-    ok = chain_is_valid(pl, pub->cache[i].free, pub->cache[i].count, "list", i, why, why_size);
+    if (own == MM_POOL_THREADS || i == own)
+      ok = chain_is_valid(pl, pub->cache[i].free, pub->cache[i].count, "list", i, why, why_size);
   uint64_t carved = 0, n = 0, bytes = 0;
   for (extent_t *e = pl->blocks.first; ok && e; e = e->next, n++) {
     uint64_t limit = atomic_load_relaxed(&e->xlimit);

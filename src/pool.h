@@ -119,8 +119,12 @@ void pool_fork_child(void);
 /* visit(pool, stats, arg) for every pool (statistics). */
 void pool_foreach(void (*visit)(const struct mm_pool_s *pool, const mm_pool_stats_t *s, void *arg),
                   void *arg);
-/* The pool's depot, blocks and counts (its lock taken here). */
-bool pool_is_valid(struct mm_pool_s *pool, char *why, size_t why_size);
+/* The pool's depot, blocks and counts (its lock taken here), and the
+ * threads' lists: all of them (own == MM_POOL_THREADS: no thread may be in
+ * a call on the pool, as at release and destroy), or only list own (the
+ * caller's, in the middle of the pool's use: every other list changes
+ * under the check, its thread's inline calls taking no lock). */
+bool pool_is_valid(struct mm_pool_s *pool, unsigned own, char *why, size_t why_size);
 
 MM_HIDDEN_END
 
