@@ -2,7 +2,10 @@
 """overhead.py — what tracing costs: each program run untraced, under
 `mmtrace record` and under heaptrack, alternating, several repetitions;
 median wall time, the ratio to the untraced run, and the trace's bytes per
-call.  Results: bench/results/<date>-<HHMM>-trace-overhead-<host>/
+call, and each mode's paired ratio (the median over the repetitions of
+its time over the untraced run's in the same repetition, which cancels a
+machine's slower and faster stretches).  Results:
+bench/results/<date>-<HHMM>-trace-overhead-<host>/
 (results.csv, report.md; --out DIR to choose), as bench/run.py names its
 own: a second run the same day does not overwrite the first.
 
@@ -172,16 +175,22 @@ def main():
     lines = ["# Tracing overhead", "",
              f"`{command}` on {host} ({os.cpu_count()} CPUs), "
              f"{datetime.date.today().isoformat()}. Median wall time of {a.reps} runs, modes alternating; "
-             "ratio to the untraced run; trace bytes per recorded call.", "",
-             "| case | untraced s | mmtrace s | ratio | " + "".join(f"{m} s | ratio | " for m in others)
+             "ratio: of the medians, to the untraced run's; paired: the median over the repetitions of each "
+             "run's time over the untraced run's in the same repetition (which cancels the machine's slower "
+             "and faster stretches); trace bytes per recorded call.", "",
+             "| case | untraced s | mmtrace s | ratio | paired | " + "".join(f"{m} s | ratio | paired | " for m in others)
              + "calls | bytes/call |",
-             "|---|---|---|---|" + "---|---|" * len(others) + "---|---|"]
+             "|---|---|---|---|---|" + "---|---|---|" * len(others) + "---|---|"]
+
+    def paired(c, m):
+        return statistics.median(t / u for t, u in zip(times[(c, m)], times[(c, "plain")]))
+
     for c in names:
         med = {m: statistics.median(times[(c, m)]) for m in modes}
         b, n = sizes.get(c, (0, 0))
-        rest = "".join(f"{med[m]:.2f} | {med[m] / med['plain']:.2f} | " for m in others)
+        rest = "".join(f"{med[m]:.2f} | {med[m] / med['plain']:.2f} | {paired(c, m):.2f} | " for m in others)
         lines.append(f"| {c} | {med['plain']:.2f} | {med['mmtrace']:.2f} | {med['mmtrace'] / med['plain']:.2f} | "
-                     f"{rest}{n} | {b / n if n else 0:.2f} |")
+                     f"{paired(c, 'mmtrace'):.2f} | {rest}{n} | {b / n if n else 0:.2f} |")
     open(os.path.join(out, "report.md"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
     shutil.rmtree(tmp, ignore_errors=True)
