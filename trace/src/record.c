@@ -177,7 +177,7 @@ typedef struct tstate {
   uint64_t pending;                  /* the fill that publishes the event being recorded
                                         (the fast path's, across its real call) */
   uintptr_t leaf_key;                /* address >> SH_LEAF_SHIFT of the shadow leaf last used */
-  _Atomic uint64_t *leaf;            /* (the fast path's; ~0 and NULL before the first) */
+  _Atomic uint64_t *leaf;            /* that leaf (~0 and NULL before the first) */
   uint64_t last_remote;              /* n of its previous reference to another thread's block */
   unsigned rounds;                   /* pthread key destructor rounds seen */
   /* owner or a flusher holding `flushing` */
@@ -397,6 +397,12 @@ static void flush_all(bool in_signal) {
  * SKIP_CALLS calls late. */
 #define SKIP_CALLS 7
 #define DENSE_DIV 64
+/* -DMMT_ALWAYS_DENSE=1: every window counts as dense, for counting the
+ * recorder's instructions under callgrind, where calls are too slow to be
+ * dense (the fast path's comment says how).  Never in a build for use. */
+#ifndef MMT_ALWAYS_DENSE
+#define MMT_ALWAYS_DENSE 0
+#endif
 
 /* Whether this call reads the clock (must: a timed call, which needs its
  * entry); before the real call. */
@@ -447,10 +453,7 @@ static inline unsigned char *ev_begin(tstate_t *t, unsigned op, bool timed) {
   /* calls closer together than DENSE_DIV-th of a long gap, on average
    * since the last stamp: the next SKIP_CALLS may go unstamped */
   uint32_t window = 1 + t->skip_set - t->skip;
-  /* (and only while the window's blocks all get shadow entries: the fast
-   * path's unstamped allocations rely on it) */
-  t->skip = t->skip_set =
-      delta < window * (long_gap / DENSE_DIV) && t->nblocks + SKIP_CALLS < t->seq_limit ? SKIP_CALLS : 0;
+  t->skip = t->skip_set = delta < window * (long_gap / DENSE_DIV) || MMT_ALWAYS_DENSE ? SKIP_CALLS : 0;
   t->last_done = t->entry;
   if (timed) {
     uint64_t exit = now_ticks();
@@ -675,6 +678,12 @@ static inline bool block_foreign(const tstate_t *t, uint64_t v) {
   return block_known(v) && ((v >> 4) & ((1u << SH_TIDX_BITS) - 1)) - 1 != t->tidx;
 }
 
+/* The ref of a block of t's own whose entry is v: its distance back in
+ * t's allocations, doubled, plus 2 (trace_format.h). */
+static inline uint64_t own_ref(const tstate_t *t, uint64_t v) {
+  return 2 + 2 * (t->nblocks - 1 - (v >> SH_SEQ_SHIFT));
+}
+
 static inline unsigned char *put_ref(tstate_t *t, unsigned char *q, const void *p, uint64_t v) {
   if (!p) return mmt_put_varint(q, MMT_REF_NULL);
   if (!block_known(v)) {
@@ -682,7 +691,7 @@ static inline unsigned char *put_ref(tstate_t *t, unsigned char *q, const void *
     return mmt_put_varint(q, (uintptr_t)p);
   }
   uint64_t seq = v >> SH_SEQ_SHIFT, owner = ((v >> 4) & ((1u << SH_TIDX_BITS) - 1)) - 1;
-  if (owner == t->tidx) return mmt_put_varint(q, 2 + 2 * (t->nblocks - 1 - seq));
+  if (owner == t->tidx) return mmt_put_varint(q, own_ref(t, v));
   q = mmt_put_varint(q, 3 + 2 * mmt_zigzag((int64_t)(seq - t->last_remote)));
   t->last_remote = seq;
   return mmt_put_varint(q, owner);
@@ -958,8 +967,8 @@ static inline void rec_release(tstate_t *t, unsigned op, const void *p, uint64_t
  * MMT_TIMED_BYTES, and a free or delete (without alignment) of a small
  * block the thread itself got, need none of the general path's choices:
  * such a call is timed only after a long gap, which ev_begin finds.  A
- * stamped malloc, calloc or free enters and stamps here and is recorded
- * by rec_alloc or rec_release (a stamped new or delete takes the general
+ * stamped malloc, calloc, free or delete enters and stamps here and is
+ * recorded by rec_alloc or rec_release (a stamped new takes the general
  * path).  An unstamped one (most calls in a dense burst, and most of
  * CPython's) is recorded here in a few steps: the same event (op, delta 0,
  * the arguments) and the same shadow entry.
@@ -972,11 +981,17 @@ static inline void rec_release(tstate_t *t, unsigned op, const void *p, uint64_t
  *     is in the trace.  The real call is made inside the traced call, as
  *     on the general path: libstdc++'s sized delete calls the unsized one,
  *     which calls free, and neither may be recorded again.
- * Every other call takes the general path.  Under callgrind, a malloc+free
- * pair of 64 bytes in a loop (bench/fastpath over glibc, with every window
- * taken as dense, one call in 8 stamped) costs the recorder 171
- * instructions beside the loop's and glibc's 188, against 300 with the
- * general path alone. */
+ * Every other call takes the general path.  What it costs, counted by
+ * callgrind in a recorder built with every window dense (one call in 8
+ * stamped; under valgrind no call is fast enough to count as dense):
+ *   gcc -O3 -shared -fPIC -fvisibility=hidden -fexceptions -ftls-model=initial-exec \
+ *     -DMMT_ALWAYS_DENSE=1 -Itrace/src trace/src/record.c -o dense.so -ldl -lpthread
+ *   MMTRACE_OUT=/tmp/t LD_PRELOAD=./dense.so valgrind --tool=callgrind \
+ *     build/bench/fastpath size=64 batches=1000        (and batches=0)
+ * the difference over 64000 pairs, less the same without the recorder
+ * (188: the loop and glibc): 174 instructions a 64-byte malloc+free pair,
+ * against 300 for 3494dc9's recorder built the same way (its skip line
+ * set to SKIP_CALLS by hand: it has no MMT_ALWAYS_DENSE). */
 
 /* The calling thread's state if this call may take the fast path:
  * registered (by enter(), once tracing was on) and not nested.  Tracing
@@ -1009,22 +1024,12 @@ static inline uint64_t fast_fill(const tstate_t *t, const unsigned char *q, uint
   return ((f >> 32) + 1) << 32 | (uint64_t)(q - t->buf);
 }
 
-/* The new block p's shadow entry (note_block's, small; an unstamped call
- * is one of a window that ev_begin granted only below seq_limit). */
-static inline void fast_note(tstate_t *t, const void *p) {
-  uintptr_t a = (uintptr_t)p;
-  shadow_t *e = LIKELY(a >> SH_LEAF_SHIFT == t->leaf_key) ? &t->leaf[shadow_index(a)]
-                                                          : shadow_slot_miss(t, p, true);
-  if (LIKELY(e)) atomic_store_explicit(e, t->nblocks << SH_SEQ_SHIFT | t->tag, memory_order_relaxed);
-  t->nblocks++;
-}
-
 /* An unstamped allocation after its real call: p's entry, or the event's
  * op marked failed (as rec_alloc would write it); the event published; the
  * call left. */
 static inline void fast_alloc_done(tstate_t *t, unsigned op, const void *p) {
   if (LIKELY(p))
-    fast_note(t, p);
+    note_block(t, p, false);
   else
     t->buf[(uint32_t)atomic_load_explicit(&t->fill, memory_order_relaxed)] = (unsigned char)(op | MMT_FAILED);
   uint64_t fill = t->pending;
@@ -1123,11 +1128,10 @@ static __attribute__((noinline)) void free_general(void *p) {
 }
 
 /* p's shadow entry if p is a small block of t's (its entry's owner is
- * t->tag, large clear) in the shadow leaf t last used, else NULL (the
- * general path, which caches the leaf); *v: the entry. */
+ * t->tag, large clear), else NULL; *v: the entry. */
 static inline shadow_t *fast_own_block(tstate_t *t, const void *p, uint64_t *v) {
-  if (UNLIKELY(!p) || UNLIKELY((uintptr_t)p >> SH_LEAF_SHIFT != t->leaf_key)) return NULL;
-  shadow_t *e = &t->leaf[shadow_index((uintptr_t)p)];
+  shadow_t *e = LIKELY(p) ? shadow_slot_cached(t, p, false) : NULL;
+  if (UNLIKELY(!e)) return NULL;
   *v = atomic_load_explicit(e, memory_order_relaxed);
   return LIKELY((*v & (SH_OWNER | SH_LARGE)) == t->tag) ? e : NULL;
 }
@@ -1139,40 +1143,45 @@ static inline shadow_t *fast_own_block(tstate_t *t, const void *p, uint64_t *v) 
 static inline bool fast_release_event(tstate_t *t, unsigned op, uint64_t v, size_t size) {
   t->skip--;
   uint64_t f;
-  unsigned char *q = fast_event(t, op, &f);
-  q = mmt_put_varint(q, 2 + 2 * (t->nblocks - 1 - (v >> SH_SEQ_SHIFT)));
+  unsigned char *q = mmt_put_varint(fast_event(t, op, &f), own_ref(t, v));
   if (mmt_op_shape(op) & MMT_HAS_SIZE) q = mmt_put_varint(q, size);
   uint64_t fill = fast_fill(t, q, f);
   atomic_store_explicit(&t->fill, fill, memory_order_release);
   return UNLIKELY((uint32_t)fill >= BUF_BYTES);
 }
 
-/* A stamped fast free: stamped and entered, the real call, the general
- * event (out of line: free() keeps the unstamped steps). */
-static __attribute__((noinline)) void free_stamped(tstate_t *t, void *p, uint64_t v) {
+/* A stamped fast release: stamped and entered, the real call, the general
+ * event (out of line: the inline release keeps the unstamped steps). */
+static __attribute__((noinline)) void release_stamped(tstate_t *t, unsigned op, void *p, uint64_t v, size_t size,
+                                                      void (*fn)(void *, size_t, size_t)) {
   fast_enter_stamped(t);
-  real.free(p);
-  rec_release(t, MMT_FREE, p, v, 0, 0);
+  fn(p, size, 0);
+  rec_release(t, op, p, v, size, 0);
 }
 
-/* The fast free: a block fast_own_block finds, its entry read and cleared
- * before the real call as take_block does. */
-EXPORT void free(void *p) {
+/* The fast path of free and of a delete without alignment (op; size: the
+ * sized delete's): a block fast_own_block finds, its entry read and
+ * cleared before the real call fn as take_block does; false: the general
+ * path's. */
+static inline bool fast_release(unsigned op, void *p, size_t size, void (*fn)(void *, size_t, size_t)) {
   tstate_t *t = fast_state();
   uint64_t v;
   shadow_t *e;
-  if (LIKELY(t) && LIKELY(e = fast_own_block(t, p, &v))) {
-    atomic_store_explicit(e, 0, memory_order_relaxed);
-    if (UNLIKELY(!t->skip)) {
-      free_stamped(t, p, v);
-      return;
-    }
-    tls_depth = 1;
-    if (UNLIKELY(fast_release_event(t, MMT_FREE, v, 0))) flush_own(t);
-    real.free(p);
-    tls_depth = 0;
-    return;
+  if (UNLIKELY(!t) || UNLIKELY(!(e = fast_own_block(t, p, &v)))) return false;
+  atomic_store_explicit(e, 0, memory_order_relaxed);
+  if (UNLIKELY(!t->skip)) {
+    release_stamped(t, op, p, v, size, fn);
+    return true;
   }
+  tls_depth = 1;
+  if (UNLIKELY(fast_release_event(t, op, v, size))) flush_own(t);
+  fn(p, size, 0);
+  tls_depth = 0;
+  return true;
+}
+
+EXPORT void free(void *p) {
+  if (LIKELY(fast_release(MMT_FREE, p, 0, call_free))) return;
   free_general(p);
 }
 
@@ -1383,21 +1392,6 @@ typedef void (*del_sa_fn)(void *, size_t, size_t);
 typedef void (*del_nt_fn)(void *, const void *);
 typedef void (*del_ant_fn)(void *, size_t, const void *);
 
-/* The fast path of a delete without alignment: an unstamped release of a
- * block fast_own_block finds, as free's; false: the general path's. */
-static inline bool fast_delete(unsigned op, void *p, size_t size, void (*fn)(void *, size_t, size_t)) {
-  tstate_t *t = fast_state();
-  uint64_t v;
-  shadow_t *e;
-  if (!t || !t->skip || !(e = fast_own_block(t, p, &v))) return false;
-  atomic_store_explicit(e, 0, memory_order_relaxed);
-  tls_depth = 1;
-  if (UNLIKELY(fast_release_event(t, op, v, size))) flush_own(t);
-  fn(p, size, 0);
-  tls_depth = 0;
-  return true;
-}
-
 #define DEL_WRAP(cname, sym, type, OP, params, call_args, size_expr, align_expr)  \
   static _Atomic(type) next_##cname;                                             \
   static void fwd_##cname(void *p, size_t size, size_t align) {                   \
@@ -1407,7 +1401,7 @@ static inline bool fast_delete(unsigned op, void *p, size_t size, void (*fn)(voi
   EXPORT void cname params {                                                      \
     if (UNLIKELY(!atomic_load_explicit(&next_##cname, memory_order_relaxed)))     \
       atomic_store(&next_##cname, (type)next_sym(sym));                          \
-    if (!(mmt_op_shape(OP) & MMT_HAS_ALIGN) && fast_delete(OP, p, size_expr, fwd_##cname)) \
+    if (!(mmt_op_shape(OP) & MMT_HAS_ALIGN) && fast_release(OP, p, size_expr, fwd_##cname)) \
       return;                                                                     \
     release(OP, p, size_expr, align_expr, fwd_##cname);                           \
   }
