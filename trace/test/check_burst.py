@@ -150,24 +150,7 @@ def main():
         write_failure(*sys.argv[2:6])
         return
     mmtrace, prog, shim, work = sys.argv[1:5]
-    os.makedirs(work, exist_ok=True)
-    trace = os.path.join(work, "burst.mmtrace")
-    if os.path.exists(trace):
-        os.unlink(trace)
-    r = subprocess.run([mmtrace, "record", "-o", trace, "--alloc", shim, "--", prog],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        fail(f"record: status {r.returncode}: {r.stderr.strip()}")
-    d = subprocess.run([mmtrace, "dump", "--times", trace], capture_output=True, text=True)
-    if d.returncode != 0:
-        fail(f"dump: status {d.returncode}: {d.stderr.strip()}")
-    calls = []
-    for line in d.stdout.splitlines():
-        if line.startswith("#"):
-            continue
-        parts = line.split(" ")
-        if parts[2] in ("malloc", "calloc", "free"):
-            calls.append((parts[2], " ".join(parts[3:]), " unstamped " in line, line))
+    calls = record_dump(mmtrace, prog, shim, work, "burst.mmtrace")
     # the first round starts at the first malloc of 16 bytes
     start = next((k for k, c in enumerate(calls) if c[0] == "malloc" and c[1].startswith("size=16 ")), None)
     if start is None:
