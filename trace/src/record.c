@@ -195,9 +195,16 @@ typedef struct tstate {
   unsigned char buf[BUF_BYTES + EVENT_MAX];
 } tstate_t;
 
-static __thread tstate_t *tls_state __attribute__((tls_model("initial-exec")));
-static __thread int tls_depth __attribute__((tls_model("initial-exec")));   /* inside a traced call */
-static __thread bool tls_done __attribute__((tls_model("initial-exec")));   /* thread finished */
+/* The thread's recorder state, in one block of static TLS, so that a call
+ * finds all three through one offset. */
+static __thread struct {
+  tstate_t *state;                   /* registered (enter()), NULL before and after */
+  int depth;                         /* inside a traced call */
+  bool done;                         /* thread finished */
+} tls __attribute__((tls_model("initial-exec")));
+#define tls_state (tls.state)
+#define tls_depth (tls.depth)
+#define tls_done (tls.done)
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static tstate_t *pool_free;
@@ -643,16 +650,20 @@ static __attribute__((noinline)) shadow_t *shadow_slot_miss(tstate_t *t, const v
 static inline shadow_t *shadow_slot_cached(tstate_t *t, const void *p, bool create) {
   uintptr_t a = (uintptr_t)p;
   if (UNLIKELY(a >> SH_LEAF_SHIFT != t->leaf_key)) return shadow_slot_miss(t, p, create);
+  /* leaf_key names an address only once leaf is set (~0 names none): the
+   * callers' tests of the entry fold away on this path */
+  if (!t->leaf) __builtin_unreachable();
   return &t->leaf[shadow_index(a)];
 }
 
 /* p is a new block of t's: its id is (t, t->nblocks); large: it has
  * MMT_TIMED_BYTES or more. */
 static inline void note_block(tstate_t *t, const void *p, bool large) {
+  uint64_t n = t->nblocks;
+  t->nblocks = n + 1;
   shadow_t *e = shadow_slot_cached(t, p, true);
-  if (LIKELY(e) && LIKELY(t->nblocks < t->seq_limit))
-    atomic_store_explicit(e, t->nblocks << SH_SEQ_SHIFT | (large ? SH_LARGE : 0) | t->tag, memory_order_relaxed);
-  t->nblocks++;
+  if (LIKELY(e) && LIKELY(n < t->seq_limit))
+    atomic_store_explicit(e, n << SH_SEQ_SHIFT | (large ? SH_LARGE : 0) | t->tag, memory_order_relaxed);
 }
 
 /* The shadow entry of a block about to be released, cleared; it names a
@@ -989,9 +1000,10 @@ static inline void rec_release(tstate_t *t, unsigned op, const void *p, uint64_t
  *   MMTRACE_OUT=/tmp/t LD_PRELOAD=./dense.so valgrind --tool=callgrind \
  *     build/bench/fastpath size=64 batches=1000        (and batches=0)
  * the difference over 64000 pairs, less the same without the recorder
- * (188: the loop and glibc): 174 instructions a 64-byte malloc+free pair,
- * against 300 for 3494dc9's recorder built the same way (its skip line
- * set to SKIP_CALLS by hand: it has no MMT_ALWAYS_DENSE). */
+ * (188: the loop and glibc): 167 instructions a 64-byte malloc+free pair,
+ * against 174 at 9faaff8 and 300 for 3494dc9's recorder built the same
+ * way (its skip line set to SKIP_CALLS by hand: it has no
+ * MMT_ALWAYS_DENSE). */
 
 /* The calling thread's state if this call may take the fast path:
  * registered (by enter(), once tracing was on) and not nested.  Tracing
@@ -1010,18 +1022,20 @@ static inline void fast_enter_stamped(tstate_t *t) {
 }
 
 /* An unstamped event's op and delta 0 at the buffer's end, not yet
- * published; *f: the fill before it. */
+ * published: its start, the fill before it in *f. */
 static inline unsigned char *fast_event(tstate_t *t, unsigned op, uint64_t *f) {
   *f = atomic_load_explicit(&t->fill, memory_order_relaxed);
   unsigned char *q = t->buf + (uint32_t)*f;
   q[0] = (unsigned char)op;
   q[1] = 0;
-  return q + 2;
+  return q;
 }
 
-/* The fill that publishes one more event, ending at q (ev_end's). */
-static inline uint64_t fast_fill(const tstate_t *t, const unsigned char *q, uint64_t f) {
-  return ((f >> 32) + 1) << 32 | (uint64_t)(q - t->buf);
+/* The fill that publishes one more event, [start, q), after fill f (ev_end's
+ * value: the byte count below bit 32 cannot carry, being under BUF_BYTES +
+ * EVENT_MAX). */
+static inline uint64_t fast_fill(const unsigned char *start, const unsigned char *q, uint64_t f) {
+  return f + (1ull << 32) + (uint64_t)(q - start);
 }
 
 /* An unstamped allocation after its real call: p's entry, or the event's
@@ -1045,9 +1059,9 @@ static inline void fast_alloc_begin(tstate_t *t, unsigned op, size_t nmemb, size
   tls_depth = 1;
   t->skip--;
   uint64_t f;
-  unsigned char *q = fast_event(t, op, &f);
+  unsigned char *start = fast_event(t, op, &f), *q = start + 2;
   if (mmt_op_shape(op) & MMT_HAS_NMEMB) q = mmt_put_varint(q, nmemb);
-  t->pending = fast_fill(t, mmt_put_varint(q, size), f);
+  t->pending = fast_fill(start, mmt_put_varint(q, size), f);
 }
 
 static __attribute__((noinline)) void *malloc_stamped(tstate_t *t, size_t n) {
@@ -1143,9 +1157,9 @@ static inline shadow_t *fast_own_block(tstate_t *t, const void *p, uint64_t *v) 
 static inline bool fast_release_event(tstate_t *t, unsigned op, uint64_t v, size_t size) {
   t->skip--;
   uint64_t f;
-  unsigned char *q = mmt_put_varint(fast_event(t, op, &f), own_ref(t, v));
+  unsigned char *start = fast_event(t, op, &f), *q = mmt_put_varint(start + 2, own_ref(t, v));
   if (mmt_op_shape(op) & MMT_HAS_SIZE) q = mmt_put_varint(q, size);
-  uint64_t fill = fast_fill(t, q, f);
+  uint64_t fill = fast_fill(start, q, f);
   atomic_store_explicit(&t->fill, fill, memory_order_release);
   return UNLIKELY((uint32_t)fill >= BUF_BYTES);
 }
