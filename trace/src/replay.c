@@ -44,7 +44,9 @@
  *    thread was not running: it spins the part it was, then waits until
  *    every other thread has replayed the calls before that time
  *    (wait_others), or, if none was behind, sleeps the rest (I/O, a
- *    timer).  And every 64 calls a thread waits until no other is more
+ *    timer); the part of the wait after every other thread's last op (a
+ *    worker that computes without a call until the program exits) it
+ *    sleeps as well.  And every 64 calls a thread waits until no other is more
  *    than 500 us of the trace's time behind it: the program's own
  *    hand-offs kept its threads that close (a producer ahead of its
  *    consumer would hold memory the program never held).  Every wait is
@@ -509,24 +511,46 @@ static void backoff(backoff_t *b) {
  * condition wait, a lock) waits until every other thread has come that
  * far: that is what it was waiting for.  The thread with the earliest such
  * time can always go on, so these waits form no cycle either. */
-typedef struct { _Atomic uint64_t at; char pad[56]; } progress_t;
+typedef struct {
+  _Atomic uint64_t at;
+  uint64_t end;                     /* once at is UINT64_MAX: the time of the thread's last op */
+  char pad[48];
+} progress_t;
 static progress_t *progress;
 static uint64_t nprogress;
 static bool ordered = true;       /* the trace's times agree with its blocks' order */
 
-/* Waits until every other thread has replayed the calls before at_ns;
- * true if it had to wait. */
-static bool wait_others(uint64_t me, uint64_t at_ns) {
+/* Thread me has no op left; its last was at last_ns. */
+static void progress_done(uint64_t me, uint64_t last_ns) {
+  progress[me].end = last_ns;
+  atomic_store_explicit(&progress[me].at, UINT64_MAX, memory_order_release);
+}
+
+/* Waits until every other thread has replayed the calls before at_ns, or
+ * has none left; true if it had to wait.  *reach: how far in the trace's
+ * time the others' replay went, at_ns unless every other thread's ops
+ * ended before at_ns: then the latest of their last ops.  A thread that
+ * made no call after that (its work until it was killed at the program's
+ * exit, say) left that part of the gap to no op, so the caller sleeps it:
+ * else the run's time would depend on whether the others had ended before
+ * the waiting thread looked. */
+static bool wait_others(uint64_t me, uint64_t at_ns, uint64_t *reach) {
   bool waited = false;
+  uint64_t r = 0;
+  *reach = at_ns;
   if (!ordered) return false;
   for (uint64_t j = progress_base; j < progress_base + nprogress; j++) {
     if (j == me) continue;
     backoff_t b = {0, 0};
-    while (atomic_load_explicit(&progress[j].at, memory_order_acquire) < at_ns) {
+    uint64_t a;
+    while ((a = atomic_load_explicit(&progress[j].at, memory_order_acquire)) < at_ns) {
       waited = true;
       backoff(&b);
     }
+    uint64_t got = a != UINT64_MAX || progress[j].end >= at_ns ? at_ns : progress[j].end;
+    if (got > r) r = got;
   }
+  if (waited) *reach = r;
   return waited;
 }
 /* The replayer's own memory in a run (the slot table, the threads'
@@ -905,7 +929,8 @@ static void replay_op(const rop_t *o, uint64_t me, pace_t *pc) {
    * hold memory the program never held */
   if (++pc->since_sync == 64) {
     pc->since_sync = 0;
-    if (o->at_ns > LAG_NS) wait_others(me, o->at_ns - LAG_NS);
+    uint64_t reach;
+    if (o->at_ns > LAG_NS) wait_others(me, o->at_ns - LAG_NS, &reach);
   }
   if (speed > 0) {
     /* the program's own work before this call (the recorded gap), scaled,
@@ -925,7 +950,10 @@ static void replay_op(const rop_t *o, uint64_t me, pace_t *pc) {
         pc->owed = 0;
         think -= cpu;
       }
-      if (!wait_others(me, o->at_ns) && think >= 1000) {
+      uint64_t reach;
+      if (wait_others(me, o->at_ns, &reach) && (double)(o->at_ns - reach) * speed < think)
+        think = (double)(o->at_ns - reach) * speed;   /* the others' replay stood for the rest */
+      if (think >= 1000) {
         uint64_t ns = (uint64_t)think;  /* integer arithmetic: no libm to load (its pages count) */
         struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
         nanosleep(&ts, NULL);
@@ -956,7 +984,7 @@ static void *replay_thread(void *arg) {
     reader_next(r);
   }
   if (r->fd >= 0) close(r->fd);
-  atomic_store_explicit(&progress[me].at, UINT64_MAX, memory_order_release);
+  progress_done(me, r->last_at);
   return NULL;
 }
 
@@ -1022,7 +1050,8 @@ static void *replay_group(void *arg) {
     replay_op(reader_peek(&r[best]), me, &pc);
     reader_next(&r[best]);
     const rop_t *next = reader_peek(&r[best]);
-    atomic_store_explicit(&progress[me].at, next ? next->at_ns : UINT64_MAX, memory_order_release);
+    if (next) atomic_store_explicit(&progress[me].at, next->at_ns, memory_order_release);
+    else progress_done(me, r[best].last_at);
   }
   for (uint64_t k = 0; k < g->n; k++)
     if (r[k].fd >= 0) close(r[k].fd);

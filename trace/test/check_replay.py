@@ -14,7 +14,11 @@ spins.  And the replay's peak RSS is the program's: a C program holding
 its real peak RSS, which it was not while the replayer's own table of the
 blocks (12 bytes each) and the C++ library counted.
 
-    check_replay.py MMTRACE CALLS LIBMMALLOC WORKDIR LIVE
+And a worker whose calls end long before the main thread's blocked wait
+for it does (SILENT: the rest of the wait is no thread's op) is replayed
+with that wait, whichever thread comes to it first.
+
+    check_replay.py MMTRACE CALLS LIBMMALLOC WORKDIR LIVE SILENT
 """
 import os
 import re
@@ -82,9 +86,34 @@ def check_live_rss(mmtrace, live, work):
           f"MiB (the replayer's own {int(own[0]) / 1024:.1f} MiB not counted)")
 
 
+def check_silent(mmtrace, silent, lib, work):
+    trace = os.path.join(work, "silent.mmtrace")
+    r = run([mmtrace, "record", "-o", trace, "--", silent])
+    if r.returncode != 0 or r.stdout != "done\n":
+        fail(f"record silent: status {r.returncode}: {r.stderr[-400:]}")
+    # the main thread's wait: its longest gap; the worker's last call
+    waits, last = [], {}
+    for line in run([mmtrace, "dump", "--times", trace]).stdout.splitlines():
+        m = re.match(r"(\d+) T(\d+) .* gap=(\d+) ", line)
+        if m:
+            last[m.group(2)] = int(m.group(1))
+            if m.group(2) == "0":
+                waits.append(int(m.group(3)))
+    if not waits or max(waits) < 250e6 or last.get("1", 1e18) > 100e6:
+        fail(f"silent: main's longest gap {max(waits or [0]) / 1e6:.0f} ms, the worker's last call at "
+             f"{last.get('1', 0) / 1e6:.0f} ms: not the pattern")
+    wait_s = max(waits) / 1e9
+    took = replay(mmtrace, trace, lib, ["--speed", "1"])
+    if min(took.values()) < 0.9 * wait_s:
+        fail(f"silent: a replay took {min(took.values()):.3f} s, under main's recorded wait of {wait_s:.3f} s")
+    print(f"ok: the silent worker's trace replays in {min(took.values()):.3f} s or more; main waited "
+          f"{wait_s:.3f} s for it; the worker's last call was at {last['1'] / 1e6:.0f} ms")
+
+
 def main():
-    mmtrace, calls, lib, work, live = sys.argv[1:6]
+    mmtrace, calls, lib, work, live, silent = sys.argv[1:7]
     os.makedirs(work, exist_ok=True)
+    check_silent(mmtrace, silent, lib, work)
     check_live_rss(mmtrace, live, work)
     for mode in ("churn", "calls"):
         trace = os.path.join(work, f"{mode}.mmtrace")
