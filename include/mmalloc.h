@@ -61,6 +61,25 @@ void mm_stats_print(void);
  * NUL-terminated when size > 0).  Returns the length the whole object needs,
  * excluding the NUL, as snprintf does. */
 size_t mm_stats_json(char *buf, size_t size);
+/* The memory picture in numbers, the "total" of mm_stats_json (its fields
+ * are the JSON's *_bytes of the same names; docs/statistics.md): what a
+ * monitor samples.  Reading it walks the pages of every local heap, each
+ * under its own lock, so it costs as much as mm_stats_json without the
+ * formatting: call it when a monitor samples, not per allocation.  The C
+ * library's mallinfo2, mallinfo, malloc_stats and malloc_info answer from
+ * the same numbers when mmalloc replaces them. */
+typedef struct mm_memory_s {
+  size_t live;          /* blocks handed out and not yet freed */
+  size_t resident;      /* mmalloc's memory that may be resident: live + the three below */
+  size_t free_resident; /* freed memory not yet given back to the OS */
+  size_t page_slack;    /* free blocks inside pages of small objects */
+  size_t metadata;      /* slot headers, extent maps, page descriptors */
+  size_t huge_live;     /* of live: huge blocks, each in a mapping of its own */
+  size_t returned;      /* given back to the OS since start-up */
+  size_t reserved;      /* address space reserved for the heaps */
+  size_t committed;     /* of it, made read-write */
+} mm_memory_t;
+void mm_memory(mm_memory_t *out);
 
 /* ---- version --------------------------------------------------------------- */
 /* MM_VERSION of the library actually linked or preloaded (which may differ

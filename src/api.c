@@ -133,6 +133,11 @@ MM_EXPORT size_t mm_stats_json(char *buf, size_t size) {
   return stats_json(buf, size);
 }
 
+MM_EXPORT void mm_memory(mm_memory_t *out) {
+  thread_heap_process_init();
+  stats_memory(out);
+}
+
 /* ---- pools and page blocks (pool.c): the process and the calling thread
  * set up first, so that a thread with a pool index has its exit handled ---- */
 

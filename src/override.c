@@ -15,7 +15,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "mmalloc.h"
 #include "thread_heap.h"
@@ -44,6 +49,83 @@ MM_EXPORT int malloc_trim(size_t pad) {
   mm_collect();
   return 1;
 }
+
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 33)
+/* ---- glibc's introspection, answered by mmalloc --------------------------------
+ * Every public name of glibc's malloc is defined here, so that a program
+ * linked statically with libmmalloc.a that calls one of these does not also
+ * pull in glibc's malloc (whose malloc and free would then clash with ours
+ * at link time), and so that mallinfo2 and malloc_stats describe the
+ * allocator that holds the memory.  The numbers are mm_memory's. */
+
+/* glibc's fields from mm_memory: the heap (arena) is all of mmalloc's
+ * resident memory but huge blocks, which glibc would have mapped on their
+ * own (hblkhd); in use (uordblks) and free (fordblks) divide the heap.
+ * glibc's counts of chunks and fast bins have no counterpart: 0. */
+static void mallinfo_fill(size_t *arena, size_t *hblkhd, size_t *uordblks, size_t *fordblks) {
+  mm_memory_t m;
+  mm_memory(&m);
+  *arena = m.resident - m.huge_live;
+  *hblkhd = m.huge_live;
+  *uordblks = m.live - m.huge_live;
+  *fordblks = *arena - *uordblks;
+}
+
+MM_EXPORT struct mallinfo2 mallinfo2(void) {
+  struct mallinfo2 mi = {0};
+  mallinfo_fill(&mi.arena, &mi.hblkhd, &mi.uordblks, &mi.fordblks);
+  return mi;
+}
+
+/* The int fields of the older call, capped at INT_MAX (glibc wraps). */
+MM_EXPORT struct mallinfo mallinfo(void) {
+  size_t arena, hblkhd, uordblks, fordblks;
+  mallinfo_fill(&arena, &hblkhd, &uordblks, &fordblks);
+  struct mallinfo mi = {0};
+  mi.arena = arena > INT_MAX ? INT_MAX : (int)arena;
+  mi.hblkhd = hblkhd > INT_MAX ? INT_MAX : (int)hblkhd;
+  mi.uordblks = uordblks > INT_MAX ? INT_MAX : (int)uordblks;
+  mi.fordblks = fordblks > INT_MAX ? INT_MAX : (int)fordblks;
+  return mi;
+}
+
+/* mmalloc's table (mm_stats_print), on stderr as glibc's is. */
+MM_EXPORT void malloc_stats(void) { mm_stats_print(); }
+
+/* The memory picture as XML, in glibc's outline (options must be 0). */
+MM_EXPORT int malloc_info(int options, FILE *fp) {
+  if (options != 0 || !fp) {
+    errno = EINVAL;
+    return -1;
+  }
+  mm_memory_t m;
+  mm_memory(&m);
+  fprintf(fp,
+          "<malloc version=\"mmalloc-%d\">\n"
+          "<total type=\"live\" size=\"%zu\"/>\n"
+          "<total type=\"free-resident\" size=\"%zu\"/>\n"
+          "<total type=\"page-slack\" size=\"%zu\"/>\n"
+          "<total type=\"metadata\" size=\"%zu\"/>\n"
+          "<total type=\"huge\" size=\"%zu\"/>\n"
+          "<system type=\"current\" size=\"%zu\"/>\n"
+          "<system type=\"returned\" size=\"%zu\"/>\n"
+          "<aspace type=\"total\" size=\"%zu\"/>\n"
+          "<aspace type=\"mprotect\" size=\"%zu\"/>\n"
+          "</malloc>\n",
+          MM_VERSION, m.live, m.free_resident, m.page_slack, m.metadata, m.huge_live, m.resident,
+          m.returned, m.reserved, m.committed);
+  return ferror(fp) ? -1 : 0;
+}
+
+/* glibc's tunables (M_MXFAST .. M_ARENA_MAX) name parts mmalloc does not
+ * have: each is accepted and ignored, with glibc's answer: 1, but 0 for a
+ * fast-bin size out of glibc's range (glibc answers 1 for a parameter it
+ * does not know, too).  mmalloc's own options: mm_option_set, MMALLOC_*. */
+MM_EXPORT int mallopt(int param, int value) {
+  if (param == M_MXFAST) return value >= 0 && (size_t)value <= 80 * sizeof(size_t) / 4;
+  return 1;
+}
+#endif
 
 /* ---- C++ ------------------------------------------------------------------ */
 

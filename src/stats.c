@@ -206,6 +206,24 @@ static void out_heap_stats(const char *name, const mm_heap_stats_t *s, void *arg
       (unsigned long)s->live_bytes);
 }
 
+/* Every local heap's statistics, summed. */
+static void stats_total(heap_stats_t *total) {
+  memset(total, 0, sizeof(*total));
+  for (uint32_t i = 0; i < mm_nheaps; i++) {
+    heap_stats_t s;
+    heap_stats_read(&mm_heaps[i], &s);
+    heap_stats_add(total, &s);
+  }
+}
+
+void stats_memory(mm_memory_t *out) {
+  heap_stats_t t;
+  stats_total(&t);
+  *out = (mm_memory_t){.live = t.live, .resident = t.resident, .free_resident = t.free_resident,
+                       .page_slack = t.page_slack, .metadata = t.metadata, .huge_live = t.huge_live,
+                       .returned = t.returned, .reserved = t.reserved, .committed = t.committed};
+}
+
 size_t stats_json(char *buf, size_t size) {
   out_t o = {buf, size, 0};
   if (size) buf[0] = 0;

@@ -8,11 +8,13 @@
 #define MM_STATS_H
 
 #include "cgroup.h"
+#include "mmalloc.h"
 #include "thread_heap.h"
 
 MM_HIDDEN_BEGIN
 
 size_t stats_json(char *buf, size_t size);
+void stats_memory(mm_memory_t *out);
 void stats_print(int fd);
 
 MM_HIDDEN_END

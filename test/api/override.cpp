@@ -58,6 +58,7 @@ struct mm_api {
   void *(*malloc)(std::size_t);
   void *(*aligned_alloc)(std::size_t, std::size_t);
   std::size_t (*stats_json)(char *, std::size_t);
+  void (*memory)(mm_memory_t *);
 } mm;
 
 bool mm_lookup() {
@@ -68,14 +69,16 @@ bool mm_lookup() {
   mm.aligned_alloc =
       reinterpret_cast<void *(*)(std::size_t, std::size_t)>(dlsym(RTLD_DEFAULT, "mm_aligned_alloc"));
   mm.stats_json = reinterpret_cast<std::size_t (*)(char *, std::size_t)>(dlsym(RTLD_DEFAULT, "mm_stats_json"));
+  mm.memory = reinterpret_cast<void (*)(mm_memory_t *)>(dlsym(RTLD_DEFAULT, "mm_memory"));
 #else
   mm.usable = mm_malloc_usable_size;
   mm.free = mm_free;
   mm.malloc = mm_malloc;
   mm.aligned_alloc = mm_aligned_alloc;
   mm.stats_json = mm_stats_json;
+  mm.memory = mm_memory;
 #endif
-  return mm.usable && mm.free && mm.malloc && mm.aligned_alloc && mm.stats_json;
+  return mm.usable && mm.free && mm.malloc && mm.aligned_alloc && mm.stats_json && mm.memory;
 }
 
 template <typename T> T opaque(T v) {
@@ -168,6 +171,8 @@ struct entry {
 };
 
 void test_definitions();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // mallinfo: deprecated, still replaced
 void test_definitions() {
   Dl_info self;
   dladdr(reinterpret_cast<const void *>(&test_definitions), &self);
@@ -188,6 +193,11 @@ void test_definitions() {
       ENTRY(&pvalloc),
       ENTRY(&malloc_usable_size),
       ENTRY(&malloc_trim),
+      ENTRY(&mallinfo2),
+      ENTRY(&mallinfo),
+      ENTRY(&malloc_stats),
+      ENTRY(&malloc_info),
+      ENTRY(&mallopt),
       ENTRY(static_cast<void *(*)(size_t)>(&::operator new)),
       ENTRY(static_cast<void *(*)(size_t)>(&::operator new[])),
       ENTRY(static_cast<void *(*)(size_t, const nothrow_t &) noexcept>(&::operator new)),
@@ -211,6 +221,7 @@ void test_definitions() {
   };
   for (const entry &e : entries) CHECK("entry point defined by mmalloc (dladdr)", defined_by_mmalloc(e.name, e.fn));
 }
+#pragma GCC diagnostic pop
 
 // ---- blocks from every standard entry point are mmalloc's --------------------------
 void test_allocators() {
@@ -407,6 +418,87 @@ void test_stats_agree() {
   }
 }
 
+// ---- glibc's introspection answers from mmalloc's numbers --------------------------
+// (in the static mode, calling these at all proves that linking them does
+// not pull glibc's malloc in beside mmalloc's: the link failed before)
+// mallinfo2 and mm_memory read at one moment: between two equal readings of
+// mm_memory (a purge by the purge thread may change resident in between).
+struct mallinfo2 mallinfo2_at(mm_memory_t *m) {
+  for (int tries = 0;; tries++) {
+    mm_memory_t before, after;
+    mm.memory(&before);
+    struct mallinfo2 mi = mallinfo2();
+    mm.memory(&after);
+    if (std::memcmp(&before, &after, sizeof before) == 0 || tries == 1000) {
+      *m = after;
+      return mi;
+    }
+  }
+}
+
+void test_introspection() {
+  const std::size_t small = 1000, nsmall = 200, large = 256 * KiB, huge = 64 * 1024 * KiB;
+  mm_memory_t m;
+  struct mallinfo2 a = mallinfo2_at(&m);
+  CHECK("mallinfo2: arena + hblkhd is mm_memory's resident", a.arena + a.hblkhd == m.resident);
+  CHECK("mallinfo2: uordblks + hblkhd is mm_memory's live", a.uordblks + a.hblkhd == m.live);
+  CHECK("mallinfo2: uordblks + fordblks is arena", a.uordblks + a.fordblks == a.arena);
+  CHECK("mm_memory: resident is live, free, slack and metadata",
+        m.resident == m.live + m.free_resident + m.page_slack + m.metadata);
+  void *p[nsmall];
+  for (std::size_t i = 0; i < nsmall; i++) p[i] = malloc(opaque(small));
+  void *l = malloc(opaque(large)), *h = malloc(opaque(huge));
+  mm_memory_t mb;
+  struct mallinfo2 b = mallinfo2_at(&mb);
+  CHECK("mallinfo2: a 64 MiB block is in hblkhd (a mapping of its own)", b.hblkhd >= huge && mb.huge_live >= huge);
+  CHECK("mallinfo2 with a huge block live: arena + hblkhd is resident", b.arena + b.hblkhd == mb.resident);
+  CHECK("mallinfo2 with a huge block live: uordblks + hblkhd is live", b.uordblks + b.hblkhd == mb.live);
+  std::size_t in_use_a = a.uordblks + a.hblkhd, in_use_b = b.uordblks + b.hblkhd;
+  if (in_use_b < in_use_a + nsmall * small + large + huge)
+    std::fprintf(stderr, "  [%s] in use %zu -> %zu\n", MODE, in_use_a, in_use_b);
+  CHECK("mallinfo2 counts the blocks handed out", in_use_b >= in_use_a + nsmall * small + large + huge);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  struct mallinfo old = mallinfo();
+#pragma GCC diagnostic pop
+  struct mallinfo2 b2 = mallinfo2();
+  CHECK("mallinfo: the same numbers in int", (std::size_t)old.uordblks == b2.uordblks &&
+                                                  (std::size_t)old.hblkhd == b2.hblkhd &&
+                                                  (std::size_t)old.arena == b2.arena);
+  for (std::size_t i = 0; i < nsmall; i++) free(p[i]);
+  free(l);
+  free(h);
+  struct mallinfo2 c = mallinfo2();
+  CHECK("mallinfo2: freed blocks leave in use", c.uordblks + c.hblkhd + large + huge <= in_use_b);
+  // malloc_info: XML whose current size is the resident size
+  char *xml = nullptr;
+  std::size_t xml_len = 0;
+  FILE *f = open_memstream(&xml, &xml_len);
+  int r = f ? malloc_info(0, f) : -1;
+  if (f) std::fclose(f);
+  mm.memory(&m);
+  std::size_t current = 0;
+  const char *at = xml ? std::strstr(xml, "<system type=\"current\" size=\"") : nullptr;
+  if (at) current = std::strtoull(at + std::strlen("<system type=\"current\" size=\""), nullptr, 10);
+  CHECK("malloc_info(0) writes mmalloc's XML", r == 0 && xml && std::strncmp(xml, "<malloc version=\"mmalloc-", 25) == 0);
+  // open_memstream's own buffer may have grown after the figure was read
+  CHECK("malloc_info: current size is the resident size", at && current <= m.resident + 64 * KiB &&
+                                                              current + 64 * KiB >= m.resident);
+  free(xml);
+  FILE *g = std::tmpfile();
+  errno = 0;
+  CHECK("malloc_info(1) is refused with EINVAL", g && malloc_info(1, g) == -1 && errno == EINVAL);
+  if (g) std::fclose(g);
+  // malloc_stats: mmalloc's table on stderr
+  child_result st = in_child([] { malloc_stats(); });
+  CHECK("malloc_stats prints mmalloc's table on stderr",
+        st.status == 0 && st.err.find("mmalloc statistics") != std::string::npos);
+  // mallopt: glibc's parameters accepted, a fast-bin size out of range refused
+  CHECK("mallopt(M_ARENA_MAX) accepted", mallopt(M_ARENA_MAX, 2) == 1);
+  CHECK("mallopt(M_MMAP_THRESHOLD) accepted", mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1);
+  CHECK("mallopt(M_MXFAST, -1) refused", mallopt(M_MXFAST, -1) == 0);
+}
+
 }  // namespace
 
 int main() {
@@ -420,5 +512,6 @@ int main() {
   test_libc_internal();
   test_cxx();
   test_stats_agree();
+  test_introspection();
   return check_summary("api_override_" MODE);
 }

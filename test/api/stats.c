@@ -309,6 +309,63 @@ static void test_stats_consistent(void) {
   mm_option_set("purge_delay_ms", delay);
 }
 
+/* mm_memory is the JSON's total, as numbers: both read with nothing
+ * allocated or freed in between (the JSON's buffer comes first). */
+static void check_memory_is_total(const char *when) {
+  char *json = stats_json();
+  mm_memory_t m;
+  mm_memory(&m);
+  mm_memory_t again;
+  /* the purge thread may purge between the two readings: read again until
+   * mm_memory reads the same before the JSON as after it (the JSON's
+   * buffer is replaced by one of the same size, which changes nothing) */
+  for (int tries = 0; tries < 1000; tries++) {
+    mm_memory_t before;
+    mm_memory(&before);
+    mm_free(json);
+    json = stats_json();
+    mm_memory(&m);
+    if (memcmp(&before, &m, sizeof m) == 0) break;
+  }
+  double live = json_num_or(json, "total.live_bytes", -1), res = json_num_or(json, "total.resident_bytes", -1);
+  double fr = json_num_or(json, "total.free_resident_bytes", -1), sl = json_num_or(json, "total.page_slack_bytes", -1);
+  double meta = json_num_or(json, "total.metadata_bytes", -1), ret = json_num_or(json, "total.returned_bytes", -1);
+  double huge = json_num_or(json, "total.huge_live_bytes", -1), rsv = json_num_or(json, "total.reserved", -1);
+  double com = json_num_or(json, "total.committed", -1);
+  mm_free(json);
+  mm_memory(&again);
+  bool same = live == (double)m.live && res == (double)m.resident && fr == (double)m.free_resident &&
+              sl == (double)m.page_slack && meta == (double)m.metadata && ret == (double)m.returned &&
+              huge == (double)m.huge_live && rsv == (double)m.reserved && com == (double)m.committed;
+  if (!same)
+    fprintf(stderr, "  %s: JSON live %.0f resident %.0f, mm_memory live %zu resident %zu\n", when, live, res,
+            m.live, m.resident);
+  CHECK("mm_memory gives the JSON's total", same);
+  CHECK("mm_memory: resident is live + free_resident + page_slack + metadata",
+        again.resident == again.live + again.free_resident + again.page_slack + again.metadata);
+}
+
+static void test_memory(void) {
+  check_memory_is_total("at start");
+  enum { N = 32 };
+  void *p[N];
+  for (int i = 0; i < N; i++) p[i] = mm_malloc(i % 2 ? 300 : 200 * 1024);
+  void *huge = mm_malloc(64 * MiB);
+  memset(huge, 1, 64 * MiB);
+  check_memory_is_total("small, large and huge blocks live");
+  mm_memory_t m;
+  mm_memory(&m);
+  CHECK("mm_memory: the 64 MiB block is huge and live", m.huge_live >= 64 * MiB && m.live >= m.huge_live);
+  mm_free(huge);
+  for (int i = 0; i < N; i++) mm_free(p[i]);
+  mm_collect();
+  check_memory_is_total("freed and collected");
+  mm_memory_t after;
+  mm_memory(&after);
+  CHECK("mm_memory: the freed huge block leaves live and is returned",
+        after.huge_live + 64 * MiB <= m.huge_live && after.returned >= m.returned + 64 * MiB);
+}
+
 static void call_collect(void) { mm_collect(); }
 static void call_trim(void) { malloc_trim(0); }
 
@@ -539,6 +596,7 @@ int main(void) {
   test_options();
   test_collect();
   test_stats_consistent();
+  test_memory();
   test_scaling_counters();
   test_kept_pages();
   test_kept_pages_many();

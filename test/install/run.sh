@@ -43,10 +43,13 @@ set -u   # no -e: every check reports, then the script exits with the verdict
 case=$1 build=$2 work=$3
 
 # The shared library's exports besides mm_*: the malloc family, malloc_trim,
-# cfree, and the C++ operators new/delete (Itanium ABI names).
+# cfree, glibc's introspection and tuning (mallinfo2, mallinfo,
+# malloc_stats, malloc_info, mallopt), and the C++ operators new/delete
+# (Itanium ABI names).
 ALLOWED='
 malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign
 valloc pvalloc malloc_usable_size malloc_trim cfree
+mallinfo2 mallinfo malloc_stats malloc_info mallopt
 _Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t
 _ZnwmSt11align_val_t _ZnamSt11align_val_t
 _ZnwmSt11align_val_tRKSt9nothrow_t _ZnamSt11align_val_tRKSt9nothrow_t
@@ -58,7 +61,7 @@ _ZdlPvSt11align_val_tRKSt9nothrow_t _ZdaPvSt11align_val_tRKSt9nothrow_t
 REQUIRED="$ALLOWED
 mm_malloc mm_calloc mm_realloc mm_reallocarray mm_free mm_posix_memalign
 mm_aligned_alloc mm_memalign mm_valloc mm_pvalloc mm_malloc_usable_size
-mm_collect mm_stats_print mm_stats_json mm_option_set mm_option_get mm_version
+mm_collect mm_stats_print mm_stats_json mm_memory mm_option_set mm_option_get mm_version
 "
 
 fail=0

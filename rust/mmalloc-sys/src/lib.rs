@@ -16,6 +16,23 @@ pub const MM_VERSION_MAJOR: u32 = 0;
 pub const MM_VERSION_MINOR: u32 = 1;
 pub const MM_VERSION_PATCH: u32 = 0;
 
+/// The memory picture in bytes (`mm_memory_t`; the JSON total's `*_bytes`
+/// of the same names, and its `reserved` and `committed`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub struct mm_memory_t {
+    pub live: usize,
+    pub resident: usize,
+    pub free_resident: usize,
+    pub page_slack: usize,
+    pub metadata: usize,
+    pub huge_live: usize,
+    pub returned: usize,
+    pub reserved: usize,
+    pub committed: usize,
+}
+
 extern "C" {
     pub fn mm_malloc(size: usize) -> *mut c_void;
     pub fn mm_calloc(count: usize, size: usize) -> *mut c_void;
@@ -34,6 +51,8 @@ extern "C" {
     /// Statistics as one JSON object; returns the length needed (without the
     /// NUL), as `snprintf` does.
     pub fn mm_stats_json(buf: *mut c_char, size: usize) -> usize;
+    /// The memory picture as numbers (walks every heap's pages).
+    pub fn mm_memory(out: *mut mm_memory_t);
     /// 0, or `EINVAL` / `EBUSY`.
     pub fn mm_option_set(name: *const c_char, value: c_long) -> c_int;
     /// The value in force, or -1 for an unknown name.

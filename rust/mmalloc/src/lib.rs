@@ -111,6 +111,21 @@ pub fn stats_json() -> String {
     }
 }
 
+/// The memory picture in bytes: live (blocks handed out), resident (live
+/// plus free_resident, page_slack and metadata), huge_live (of live, the
+/// blocks in mappings of their own), returned (to the OS since start-up),
+/// reserved and committed address space. The same numbers as the
+/// statistics' total; reading them walks every heap's pages, so sample
+/// them, do not read them per allocation.
+pub type Memory = sys::mm_memory_t;
+
+/// The memory picture now (see [`Memory`]).
+pub fn memory() -> Memory {
+    let mut m = Memory::default();
+    unsafe { sys::mm_memory(&mut m) };
+    m
+}
+
 /// Print the statistics table on stderr (what `MMALLOC_STATS=1` prints at exit).
 pub fn stats_print() {
     unsafe { sys::mm_stats_print() }

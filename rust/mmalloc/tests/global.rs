@@ -171,3 +171,20 @@ fn options_version_and_collect() {
     assert!(json.starts_with('{') && json.ends_with('}'), "JSON: {}", &json[..json.len().min(80)]);
     assert!(json.contains("\"version\":\"0.1.0\""));
 }
+
+#[test]
+fn memory_picture() {
+    // tests run in threads of one process: other tests allocate meanwhile,
+    // so only what this test holds is asserted
+    let before = mmalloc::memory();
+    assert_eq!(before.resident, before.live + before.free_resident + before.page_slack + before.metadata);
+    let v: Vec<u8> = vec![1; 64 << 20];
+    let held = mmalloc::memory();
+    assert!(held.huge_live >= 64 << 20, "a 64 MiB vector is a huge block: {:?}", held);
+    assert!(held.live >= held.huge_live && held.resident >= held.live);
+    assert!(held.committed <= held.reserved || held.reserved == 0);
+    drop(v);
+    mmalloc::collect();
+    let after = mmalloc::memory();
+    assert!(after.returned >= held.returned + (64 << 20), "the freed vector is returned: {:?}", after);
+}
