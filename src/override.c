@@ -4,8 +4,9 @@
  *
  * Layer: api.  malloc and free inline the fast paths themselves; the rest
  * call the mm_ functions.  Every entry point is overridden, including
- * pvalloc and malloc_usable_size, so no pointer of ours ever reaches glibc's
- * allocator.
+ * pvalloc, malloc_usable_size and glibc's own __libc_ names, so no pointer
+ * of ours ever reaches glibc's allocator, and glibc's introspection
+ * (mallinfo2, malloc_stats, ...) answers for mmalloc.
  *
  * The C++ operators are defined here in C under their Itanium ABI names so
  * that C programs do not load libstdc++; on failure operator new calls the
@@ -43,6 +44,19 @@ MM_EXPORT void *memalign(size_t align, size_t size) { return mm_memalign(align, 
 MM_EXPORT void *valloc(size_t size) { return mm_valloc(size); }
 MM_EXPORT void *pvalloc(size_t size) { return mm_pvalloc(size); }
 MM_EXPORT size_t malloc_usable_size(void *p) { return mm_malloc_usable_size(p); }
+#if defined(__GLIBC__)
+/* glibc's own names of the same calls, which some programs and libraries
+ * call directly: a block one of them hands out is freed by free(), and the
+ * other way round, so they must be mmalloc's too. */
+MM_EXPORT void *__libc_malloc(size_t size) { return thread_heap_malloc_fast(size); }
+MM_EXPORT void __libc_free(void *p) { thread_heap_free_fast(p, "free"); }
+MM_EXPORT void *__libc_calloc(size_t n, size_t size) { return mm_calloc(n, size); }
+MM_EXPORT void *__libc_realloc(void *p, size_t size) { return mm_realloc(p, size); }
+MM_EXPORT void *__libc_memalign(size_t align, size_t size) { return mm_memalign(align, size); }
+MM_EXPORT void *__libc_valloc(size_t size) { return mm_valloc(size); }
+MM_EXPORT void *__libc_pvalloc(size_t size) { return mm_pvalloc(size); }
+#endif
+
 /* glibc's malloc_trim(pad) gives free memory back; so do we (pad ignored). */
 MM_EXPORT int malloc_trim(size_t pad) {
   (void)pad;

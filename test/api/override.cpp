@@ -35,6 +35,14 @@
 extern "C" {
 #include "check.h"
 #include "mmalloc.h"
+// glibc's own names of the family, which some programs call (not in a header)
+void *__libc_malloc(std::size_t);
+void __libc_free(void *);
+void *__libc_calloc(std::size_t, std::size_t);
+void *__libc_realloc(void *, std::size_t);
+void *__libc_memalign(std::size_t, std::size_t);
+void *__libc_valloc(std::size_t);
+void *__libc_pvalloc(std::size_t);
 }
 
 #if defined(MODE_SHARED)
@@ -193,6 +201,13 @@ void test_definitions() {
       ENTRY(&pvalloc),
       ENTRY(&malloc_usable_size),
       ENTRY(&malloc_trim),
+      ENTRY(&__libc_malloc),
+      ENTRY(&__libc_free),
+      ENTRY(&__libc_calloc),
+      ENTRY(&__libc_realloc),
+      ENTRY(&__libc_memalign),
+      ENTRY(&__libc_valloc),
+      ENTRY(&__libc_pvalloc),
       ENTRY(&mallinfo2),
       ENTRY(&mallinfo),
       ENTRY(&malloc_stats),
@@ -292,6 +307,33 @@ void test_allocators() {
 }
 
 // ---- libc's own allocations go to mmalloc too ------------------------------------------
+// glibc's own names: their blocks are mmalloc's, freed by free(), and
+// __libc_free frees malloc's (with glibc's, either way aborted in free)
+void test_libc_names() {
+  void *p = __libc_malloc(opaque<std::size_t>(100));
+  CHECK("__libc_malloc: mmalloc block", owned("__libc_malloc(100)", p, 100));
+  free(p);
+  p = __libc_calloc(opaque<std::size_t>(10), 10);
+  CHECK("__libc_calloc: mmalloc block, zeroed", owned("__libc_calloc(10, 10)", p, 100) &&
+                                                    static_cast<unsigned char *>(p)[99] == 0);
+  p = __libc_realloc(p, opaque<std::size_t>(1000));
+  CHECK("__libc_realloc: mmalloc block", owned("__libc_realloc(p, 1000)", p, 1000));
+  free(p);
+  p = __libc_memalign(64, opaque<std::size_t>(100));
+  CHECK("__libc_memalign: mmalloc block, aligned", owned("__libc_memalign(64, 100)", p, 100) &&
+                                                       reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
+  free(p);
+  p = __libc_valloc(opaque<std::size_t>(100));
+  CHECK("__libc_valloc: mmalloc block", owned("__libc_valloc(100)", p, 100));
+  free(p);
+  p = __libc_pvalloc(opaque<std::size_t>(100));
+  CHECK("__libc_pvalloc: mmalloc block of a page", owned("__libc_pvalloc(100)", p, 4096));
+  free(p);
+  p = malloc(opaque<std::size_t>(100));
+  __libc_free(p);
+  CHECK("__libc_free gave malloc's block back to mmalloc", released("__libc_free", p));
+}
+
 void test_libc_internal() {
   char *s = strdup(opaque<const char *>("an mmalloc string"));
   CHECK("strdup (libc calls malloc): mmalloc block", owned("strdup", s, 18));
@@ -510,6 +552,7 @@ int main() {
   test_definitions();
   test_allocators();
   test_libc_internal();
+  test_libc_names();
   test_cxx();
   test_stats_agree();
   test_introspection();

@@ -44,12 +44,14 @@ case=$1 build=$2 work=$3
 
 # The shared library's exports besides mm_*: the malloc family, malloc_trim,
 # cfree, glibc's introspection and tuning (mallinfo2, mallinfo,
-# malloc_stats, malloc_info, mallopt), and the C++ operators new/delete
-# (Itanium ABI names).
+# malloc_stats, malloc_info, mallopt), glibc's own names of the family
+# (__libc_malloc ...), and the C++ operators new/delete (Itanium ABI names).
 ALLOWED='
 malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign
 valloc pvalloc malloc_usable_size malloc_trim cfree
 mallinfo2 mallinfo malloc_stats malloc_info mallopt
+__libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign
+__libc_valloc __libc_pvalloc
 _Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t
 _ZnwmSt11align_val_t _ZnamSt11align_val_t
 _ZnwmSt11align_val_tRKSt9nothrow_t _ZnamSt11align_val_tRKSt9nothrow_t
