@@ -29,6 +29,18 @@
 MM_EXPORT void *malloc(size_t size) { return thread_heap_malloc_fast(size); }
 MM_EXPORT void free(void *p) { thread_heap_free_fast(p, "free"); }
 MM_EXPORT void cfree(void *p) { thread_heap_free_fast(p, "free"); }
+/* C23's sized frees (glibc 2.43 has them: a program built against it calls
+ * them, and glibc's would free our block): the pointer is checked as
+ * free() checks it; the size and alignment are hints mmalloc does not need,
+ * as for C++'s sized delete. */
+MM_EXPORT void free_sized(void *p, size_t size) {
+  (void)size;
+  thread_heap_free_fast(p, "free_sized");
+}
+MM_EXPORT void free_aligned_sized(void *p, size_t align, size_t size) {
+  (void)align, (void)size;
+  thread_heap_free_fast(p, "free_aligned_sized");
+}
 MM_EXPORT void *calloc(size_t n, size_t size) { return mm_calloc(n, size); }
 MM_EXPORT void *realloc(void *p, size_t size) { return mm_realloc(p, size); }
 MM_EXPORT void *reallocarray(void *p, size_t n, size_t size) {

@@ -43,6 +43,13 @@ void *__libc_realloc(void *, std::size_t);
 void *__libc_memalign(std::size_t, std::size_t);
 void *__libc_valloc(std::size_t);
 void *__libc_pvalloc(std::size_t);
+#ifndef MODE_PRELOAD
+// C23's sized frees under names of their own (a C library that declares
+// them, glibc 2.43 on, declares them its way); in the preload mode they are
+// looked up, the C library here may lack them
+void test_free_sized(void *, std::size_t) __asm__("free_sized");
+void test_free_aligned_sized(void *, std::size_t, std::size_t) __asm__("free_aligned_sized");
+#endif
 }
 
 #if defined(MODE_SHARED)
@@ -334,6 +341,39 @@ void test_libc_names() {
   CHECK("__libc_free gave malloc's block back to mmalloc", released("__libc_free", p));
 }
 
+// C23's free_sized and free_aligned_sized: mmalloc's, checking the pointer
+// as free does (the size and alignment are hints)
+void test_sized_frees() {
+  using free_sized_fn = void (*)(void *, std::size_t);
+  using free_aligned_sized_fn = void (*)(void *, std::size_t, std::size_t);
+#ifdef MODE_PRELOAD
+  auto fs = reinterpret_cast<free_sized_fn>(dlsym(RTLD_DEFAULT, "free_sized"));
+  auto fas = reinterpret_cast<free_aligned_sized_fn>(dlsym(RTLD_DEFAULT, "free_aligned_sized"));
+#else
+  free_sized_fn fs = test_free_sized;
+  free_aligned_sized_fn fas = test_free_aligned_sized;
+#endif
+  CHECK("free_sized and free_aligned_sized found", fs && fas);
+  if (!fs || !fas) return;
+  CHECK("free_sized defined by mmalloc (dladdr)", defined_by_mmalloc("free_sized", reinterpret_cast<const void *>(fs)));
+  CHECK("free_aligned_sized defined by mmalloc (dladdr)",
+        defined_by_mmalloc("free_aligned_sized", reinterpret_cast<const void *>(fas)));
+  void *p = malloc(opaque<std::size_t>(100));
+  fs(p, 100);
+  CHECK("free_sized gave the block back to mmalloc", released("free_sized", p));
+  p = aligned_alloc(64, opaque<std::size_t>(128));
+  fas(p, 64, 128);
+  CHECK("free_aligned_sized gave the block back to mmalloc", released("free_aligned_sized", p));
+  fs(nullptr, 5);
+  fas(nullptr, 64, 5);
+  child_result r = in_child([&] {
+    int x = 0;
+    fs(opaque(static_cast<void *>(&x)), sizeof x);
+  });
+  CHECK("free_sized(stack pointer): one line naming free_sized",
+        WIFSIGNALED(r.status) && r.err.rfind("mmalloc: free_sized(): ", 0) == 0);
+}
+
 void test_libc_internal() {
   char *s = strdup(opaque<const char *>("an mmalloc string"));
   CHECK("strdup (libc calls malloc): mmalloc block", owned("strdup", s, 18));
@@ -553,6 +593,7 @@ int main() {
   test_allocators();
   test_libc_internal();
   test_libc_names();
+  test_sized_frees();
   test_cxx();
   test_stats_agree();
   test_introspection();

@@ -596,9 +596,9 @@ int main(void) {
   test_options();
   test_collect();
   test_stats_consistent();
-  test_memory();
   test_scaling_counters();
   test_kept_pages();
   test_kept_pages_many();
+  test_memory();
   return check_summary("api_stats");
 }

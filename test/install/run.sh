@@ -48,7 +48,7 @@ case=$1 build=$2 work=$3
 # (__libc_malloc ...), and the C++ operators new/delete (Itanium ABI names).
 ALLOWED='
 malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign
-valloc pvalloc malloc_usable_size malloc_trim cfree
+valloc pvalloc malloc_usable_size malloc_trim cfree free_sized free_aligned_sized
 mallinfo2 mallinfo malloc_stats malloc_info mallopt
 __libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign
 __libc_valloc __libc_pvalloc
