@@ -33,13 +33,19 @@ test-release: all
 # The Rust crates (rust/): cargo test with the default features and with
 # secure+override, then `cargo package` of both (ready to publish; never
 # published).  Without cargo: says so and passes, the C library's tests
-# being the rest of make test.
+# being the rest of make test.  Packaging verifies mmalloc against the
+# mmalloc-sys it just packaged, which cargo unpacks under its home's
+# registry/src/-<hash>/ (a local registry's directory) and does not unpack
+# again while a copy is there: an earlier run's copy, with an older API,
+# would be built instead, so ours are removed first.
+CARGO_SRC = $(or $(CARGO_HOME),$(HOME)/.cargo)/registry/src
 test-rust:
 	@if ! command -v cargo >/dev/null 2>&1; then \
 	  echo "test-rust: SKIPPED: no cargo on this machine (tools/install-deps.sh installs it)"; \
 	else \
 	  cd rust && cargo test --locked && cargo test --locked --features secure,override && \
 	  if cargo package --help 2>/dev/null | grep -q -- --workspace; then \
+	    rm -rf $(CARGO_SRC)/-*/mmalloc-sys-[0-9]* $(CARGO_SRC)/-*/mmalloc-[0-9]* && \
 	    cargo package --locked --workspace --allow-dirty; \
 	  else echo "test-rust: cargo package skipped: this cargo cannot package a workspace"; fi; \
 	fi
