@@ -115,6 +115,15 @@ static struct {
   void *(*valloc)(size_t);
   void *(*pvalloc)(size_t);
   void *(*reallocarray)(void *, size_t, size_t);
+  void (*free_sized)(void *, size_t);                   /* C23's: NULL in a C library without */
+  void (*free_aligned_sized)(void *, size_t, size_t);
+  void *(*libc_malloc)(size_t);                         /* glibc's own names: NULL elsewhere */
+  void (*libc_free)(void *);
+  void *(*libc_calloc)(size_t, size_t);
+  void *(*libc_realloc)(void *, size_t);
+  void *(*libc_memalign)(size_t, size_t);
+  void *(*libc_valloc)(size_t);
+  void *(*libc_pvalloc)(size_t);
   pid_t (*fork)(void);
   int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
   int (*execve)(const char *, char *const[], char *const[]);
@@ -905,7 +914,12 @@ static void init(void) {
   RESOLVE(posix_memalign); RESOLVE(aligned_alloc); RESOLVE(memalign);
   RESOLVE(valloc); RESOLVE(pvalloc); RESOLVE(reallocarray);
   RESOLVE(fork); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(pthread_create);
+  RESOLVE(free_sized); RESOLVE(free_aligned_sized);
 #undef RESOLVE
+#define RESOLVE_LIBC(name) real.libc_##name = (__typeof__(real.libc_##name))dlsym(RTLD_NEXT, "__libc_" #name)
+  RESOLVE_LIBC(malloc); RESOLVE_LIBC(free); RESOLVE_LIBC(calloc); RESOLVE_LIBC(realloc);
+  RESOLVE_LIBC(memalign); RESOLVE_LIBC(valloc); RESOLVE_LIBC(pvalloc);
+#undef RESOLVE_LIBC
   if (!real.malloc || !real.free || !real.calloc || !real.realloc)
     die("mmtrace: cannot find the malloc family under the tracer (dlsym RTLD_NEXT)\n");
   atomic_store(&init_state, 2);
@@ -1199,8 +1213,11 @@ EXPORT void free(void *p) {
   free_general(p);
 }
 
-static void *do_realloc(unsigned op, void *p, size_t k, size_t n) {
+/* op's call, realloc or reallocarray; libc: glibc's __libc_realloc instead
+ * of realloc (its next definition). */
+static void *do_realloc_as(unsigned op, void *p, size_t k, size_t n, bool libc) {
   ensure_init();
+  void *(*fn)(void *, size_t) = libc && real.libc_realloc ? real.libc_realloc : real.realloc;
   if (UNLIKELY(!real.realloc)) {
     if (p) die("mmtrace: realloc of a block during the tracer's start-up\n");
     return boot_alloc(op == MMT_REALLOC ? n : k * n);
@@ -1213,13 +1230,13 @@ static void *do_realloc(unsigned op, void *p, size_t k, size_t n) {
     return q;
   }
   tstate_t *t = enter();
-  if (!t) return op == MMT_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
+  if (!t) return op == MMT_REALLOC ? fn(p, n) : real.reallocarray(p, k, n);
   shadow_t *slot;
   uint64_t v = take_block(t, p, &slot);
   size_t bytes = req_bytes(op == MMT_REALLOCARRAY ? k : 1, n);
   bool large = bytes >= MMT_TIMED_BYTES;
   stamp(t, large || block_large(v) || block_foreign(t, v));
-  void *r = op == MMT_REALLOC ? real.realloc(p, n) : real.reallocarray(p, k, n);
+  void *r = op == MMT_REALLOC ? fn(p, n) : real.reallocarray(p, k, n);
   bool keeps = !r && p && bytes != 0;   /* failed: p still live */
   if (keeps && slot) atomic_store_explicit(slot, v, memory_order_relaxed);
   unsigned flags = (r ? 0 : MMT_FAILED) | (r && r == p ? MMT_INPLACE : 0);
@@ -1232,6 +1249,8 @@ static void *do_realloc(unsigned op, void *p, size_t k, size_t n) {
   leave();
   return r;
 }
+
+static void *do_realloc(unsigned op, void *p, size_t k, size_t n) { return do_realloc_as(op, p, k, n, false); }
 
 EXPORT void *realloc(void *p, size_t n) { return do_realloc(MMT_REALLOC, p, 1, n); }
 EXPORT void *reallocarray(void *p, size_t k, size_t n) {
@@ -1277,6 +1296,63 @@ ALIGNED_FN(memalign, MMT_MEMALIGN)
   }
 PAGE_FN(valloc, MMT_VALLOC)
 PAGE_FN(pvalloc, MMT_PVALLOC)
+
+/* C23's sized frees: recorded as frees (the size and alignment are hints);
+ * the real call is the next free_sized or free_aligned_sized, or free in a
+ * C library without them. */
+static void call_free_sized(void *p, size_t size, size_t align) {
+  (void)align;
+  if (real.free_sized) real.free_sized(p, size);
+  else real.free(p);
+}
+static void call_free_aligned_sized(void *p, size_t size, size_t align) {
+  if (real.free_aligned_sized) real.free_aligned_sized(p, align, size);
+  else real.free(p);
+}
+EXPORT void free_sized(void *p, size_t n) {
+  if (LIKELY(fast_release(MMT_FREE, p, n, call_free_sized))) return;
+  ensure_init();
+  if (UNLIKELY(!real.free)) return;
+  release(MMT_FREE, p, n, 0, call_free_sized);
+}
+EXPORT void free_aligned_sized(void *p, size_t align, size_t n) {
+  ensure_init();
+  if (UNLIKELY(!real.free)) return;
+  release(MMT_FREE, p, n, align, call_free_aligned_sized);
+}
+
+#if defined(__GLIBC__)
+/* glibc's own names of the family, which some programs call, and malloc
+ * shims to reach glibc's allocator: recorded as the standard calls, and
+ * made as the next definition of the same name (glibc's, or an allocator's
+ * that defines them), so that a shim's malloc calling __libc_malloc inside
+ * a traced malloc is not recorded again and does not come back here. */
+#define LIBC_ALLOC(name, OP, params, large, args, align, nmemb, size)           \
+  EXPORT void *__libc_##name params {                                          \
+    ensure_init();                                                              \
+    if (UNLIKELY(!real.libc_##name)) return boot_alloc((nmemb) * (size));       \
+    tstate_t *t = enter();                                                      \
+    if (t) stamp(t, large);                                                     \
+    void *p = real.libc_##name args;                                            \
+    if (t) rec_alloc(t, OP, align, nmemb, size, p);                             \
+    return p;                                                                   \
+  }
+LIBC_ALLOC(malloc, MMT_MALLOC, (size_t n), n >= MMT_TIMED_BYTES, (n), 0, 1, n)
+LIBC_ALLOC(calloc, MMT_CALLOC, (size_t k, size_t n), alloc_large(k, n), (k, n), 0, k, n)
+LIBC_ALLOC(memalign, MMT_MEMALIGN, (size_t a, size_t n), n >= MMT_TIMED_BYTES, (a, n), a, 1, n)
+LIBC_ALLOC(valloc, MMT_VALLOC, (size_t n), n >= MMT_TIMED_BYTES, (n), 0, 1, n)
+LIBC_ALLOC(pvalloc, MMT_PVALLOC, (size_t n), n >= MMT_TIMED_BYTES, (n), 0, 1, n)
+static void call_libc_free(void *p, size_t size, size_t align) {
+  (void)size, (void)align;
+  real.libc_free(p);
+}
+EXPORT void __libc_free(void *p) {
+  ensure_init();
+  if (UNLIKELY(!real.libc_free)) return;
+  release(MMT_FREE, p, 0, 0, call_libc_free);
+}
+EXPORT void *__libc_realloc(void *p, size_t n) { return do_realloc_as(MMT_REALLOC, p, 1, n, true); }
+#endif
 
 /* ---- C++ operators (Itanium ABI names, defined in C so C programs do not
  * pull in libstdc++; the real ones are found on first use) ---------------- */

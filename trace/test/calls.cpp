@@ -9,6 +9,7 @@
 //
 //   calls EXPECT [mode]   mode: calls (default) | fork | exec | exec2 |
 //                               abort | kill READYFILE | exitthread | churn
+#include <dlfcn.h>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdint>
@@ -26,6 +27,28 @@ namespace {
 constexpr size_t kMarker = 999983;   // a size nothing else asks for: a thread's start marker
 // sizes no allocator can give (volatile: the compiler must not see them)
 volatile size_t kHuge = SIZE_MAX / 2, kQuarter = SIZE_MAX / 4;
+
+// glibc's own names of the family; C23's sized frees are looked up (a C
+// library before glibc 2.43 lacks them; the recorder defines them)
+extern "C" {
+void *__libc_malloc(size_t);
+void __libc_free(void *);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+void *__libc_memalign(size_t, size_t);
+void *__libc_valloc(size_t);
+void *__libc_pvalloc(size_t);
+}
+void calls_free_sized(void *p, size_t n) {
+  auto fn = reinterpret_cast<void (*)(void *, size_t)>(dlsym(RTLD_DEFAULT, "free_sized"));
+  if (!fn) abort();
+  fn(p, n);
+}
+void calls_free_aligned_sized(void *p, size_t a, size_t n) {
+  auto fn = reinterpret_cast<void (*)(void *, size_t, size_t)>(dlsym(RTLD_DEFAULT, "free_aligned_sized"));
+  if (!fn) abort();
+  fn(p, a, n);
+}
 
 FILE *expect;
 pthread_mutex_t expect_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -131,6 +154,31 @@ int every_call(Thread &t, Block *out) {
   t.say("malloc size=64 -> %s", r.id);
   if (realloc(r.p, (size_t)kHuge)) abort();
   t.say("realloc %s size=" SZ " failed kept", r.id, (size_t)kHuge);
+  free(r.p);
+  t.say("free %s", r.id);
+  // glibc's own names and C23's sized frees: recorded as the calls they are
+  keep(r, __libc_malloc(72), t.got());
+  t.say("malloc size=72 -> %s", r.id);
+  q = __libc_realloc(r.p, 700);
+  id = t.got();
+  t.say("realloc %s size=700 -> %s%s", r.id, id, q == r.p ? " inplace" : "");
+  keep(r, q, id);
+  __libc_free(r.p);
+  t.say("free %s", r.id);
+  keep(r, __libc_calloc(2, 36), t.got());
+  t.say("calloc nmemb=2 size=36 -> %s", r.id);
+  calls_free_sized(r.p, 72);
+  t.say("free %s", r.id);
+  keep(r, __libc_memalign(64, 80), t.got());
+  t.say("memalign size=80 align=64 -> %s", r.id);
+  calls_free_aligned_sized(r.p, 64, 80);
+  t.say("free %s", r.id);
+  keep(r, __libc_valloc(50), t.got());
+  t.say("valloc size=50 -> %s", r.id);
+  __libc_free(r.p);
+  t.say("free %s", r.id);
+  keep(r, __libc_pvalloc(50), t.got());
+  t.say("pvalloc size=50 -> %s", r.id);
   free(r.p);
   t.say("free %s", r.id);
   // C++ operators
