@@ -571,6 +571,9 @@ void test_introspection() {
   errno = 0;
   CHECK("malloc_info(1) is refused with EINVAL", g && malloc_info(1, g) == -1 && errno == EINVAL);
   if (g) std::fclose(g);
+  FILE *ro = std::fopen("/dev/null", "r");  // a stream that cannot be written: the write fails
+  CHECK("malloc_info to a stream it cannot write says so (-1)", ro && malloc_info(0, ro) == -1);
+  if (ro) std::fclose(ro);
   // malloc_stats: mmalloc's table on stderr
   child_result st = in_child([] { malloc_stats(); });
   CHECK("malloc_stats prints mmalloc's table on stderr",
