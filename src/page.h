@@ -121,31 +121,55 @@ MM_INLINE size_t block_fill_changed(const void *p, size_t n) {
 }
 /* The same two for a page block's body (past its two words), in 16-byte
  * steps: block sizes are multiples of 16 and blocks 16-aligned, so the
- * loops need no tail (size_class.c checks the sizes). */
+ * loops need no tail (size_class.c checks the sizes).  A body of 1 to 8
+ * steps (blocks of 32 to 144 bytes, most of what programs free) takes no
+ * loop: a window of four steps at its start and one at its end, which
+ * overlap when the body is shorter, cover it. */
 typedef uint64_t mm_v2_t __attribute__((vector_size(16), may_alias));
 MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
   size_t k = (size - sizeof(block_t)) / 16;
-  if (k > 16) {
-    block_fill_big(b + 1, k * 16);
-    return;
-  }
   mm_v2_t f = {mm_fill_word, mm_fill_word}, *v = (mm_v2_t *)(b + 1);
-  for (size_t i = 0; i < k; i++) v[i] = f;
+  if (k <= 4) { /* v[0], v[1], v[k-2], v[k-1], each kept in the body */
+    if (k == 0) return;
+    mm_v2_t *last = v + k - 1;
+    v[0] = f;
+    v[k > 1] = f;
+    last[-(ptrdiff_t)(k > 1)] = f;
+    *last = f;
+  } else if (k <= 8) { /* v[0..3] and v[k-4..k-1] */
+    mm_v2_t *w = v + k - 4;
+    v[0] = f, v[1] = f, v[2] = f, v[3] = f;
+    w[0] = f, w[1] = f, w[2] = f, w[3] = f;
+  } else if (k <= 16) {
+    for (size_t i = 0; i < k; i++) v[i] = f;
+  } else {
+    block_fill_big(b + 1, k * 16);
+  }
 }
 /* The offset in the body of the first byte that no longer holds the
  * pattern, or SIZE_MAX if every byte does (a constant, so that the caller's
  * test of it folds away on the common path). */
 MM_INLINE size_t block_body_changed(const block_t *b, uint32_t size) {
   size_t k = (size - sizeof(block_t)) / 16;
-  if (k > 16) return block_fill_changed_big(b + 1, k * 16);
   mm_v2_t f = {mm_fill_word, mm_fill_word}, d = {0, 0};
-  const mm_v2_t *v = (const mm_v2_t *)(b + 1), *end = v + k;
-  if (k >= 8) { /* 144 bytes and more: four loads a step, two chains */
+  const mm_v2_t *v = (const mm_v2_t *)(b + 1);
+  if (k <= 4) { /* the windows of block_fill_body */
+    if (k == 0) return SIZE_MAX;
+    const mm_v2_t *last = v + k - 1;
+    d = (v[0] ^ f) | (v[k > 1] ^ f) | (last[-(ptrdiff_t)(k > 1)] ^ f) | (*last ^ f);
+  } else if (k <= 8) {
+    const mm_v2_t *w = v + k - 4;
+    d = ((v[0] ^ f) | (v[1] ^ f)) | ((v[2] ^ f) | (v[3] ^ f)) | ((w[0] ^ f) | (w[1] ^ f)) |
+        ((w[2] ^ f) | (w[3] ^ f));
+  } else if (k <= 16) { /* four loads a step, two chains, then the rest */
+    const mm_v2_t *end = v + k;
     mm_v2_t e = {0, 0};
     for (; v + 4 <= end; v += 4) d |= (v[0] ^ f) | (v[1] ^ f), e |= (v[2] ^ f) | (v[3] ^ f);
+    for (; v < end; v++) d |= *v ^ f;
     d |= e;
+  } else {
+    return block_fill_changed_big(b + 1, k * 16);
   }
-  for (; v < end; v++) d |= *v ^ f;
   if (likely((d[0] | d[1]) == 0)) return SIZE_MAX;
   const uint8_t *p = (const uint8_t *)(b + 1);
   size_t at = 0;
