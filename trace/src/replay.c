@@ -144,8 +144,15 @@ static size_t op_encode(unsigned char *out, const rop_t *o, uint64_t prev_at) {
   return (size_t)(q - out);
 }
 
-/* One varint of an op; *ok turns false if it is cut or malformed. */
-static uint64_t op_varint(const unsigned char **p, const unsigned char *end, bool *ok) {
+/* One varint of an op; *ok turns false if it is cut or malformed.  Most
+ * are one byte (an unstamped call's delta, small sizes, alignment 0): those
+ * without the general loop. */
+static inline uint64_t op_varint(const unsigned char **p, const unsigned char *end, bool *ok) {
+  const unsigned char *q = *p;
+  if (q < end && !(*q & 0x80)) {
+    *p = q + 1;
+    return *q;
+  }
   uint64_t v = 0;
   if (mmt_get_varint(p, end, &v) <= 0) *ok = false;
   return v;
