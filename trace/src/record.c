@@ -211,9 +211,6 @@ static __thread struct {
   int depth;                         /* inside a traced call */
   bool done;                         /* thread finished */
 } tls __attribute__((tls_model("initial-exec")));
-#define tls_state (tls.state)
-#define tls_depth (tls.depth)
-#define tls_done (tls.done)
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static tstate_t *pool_free;
@@ -390,7 +387,7 @@ static void flush_foreign(tstate_t *t) {
 /* in_signal: the handler may have interrupted this thread inside its own
  * flush or event, so its buffer too is flushed as a foreign one. */
 static void flush_all(bool in_signal) {
-  tstate_t *self = tls_state;
+  tstate_t *self = tls.state;
   for (tstate_t *t = atomic_load(&all_states); t; t = t->all_next) {
     if (!atomic_load(&t->active)) continue;
     if (t == self && !in_signal) flush_own(t); else flush_foreign(t);
@@ -539,24 +536,24 @@ static void thread_begin(tstate_t *t, uint64_t now) {
 /* The calling thread's state, registered on its first traced call; NULL
  * when this call is not to be traced (tracing off, nested, thread done). */
 static inline tstate_t *enter(void) {
-  if (UNLIKELY(!tracing) || tls_depth) return NULL;
-  tstate_t *t = tls_state;
+  if (UNLIKELY(!tracing) || tls.depth) return NULL;
+  tstate_t *t = tls.state;
   if (UNLIKELY(!t)) {
-    if (tls_done) return NULL;
-    tls_depth = 1;
+    if (tls.done) return NULL;
+    tls.depth = 1;
     t = state_new();
     if (t) {
       thread_begin(t, now_ticks());
-      tls_state = t;
+      tls.state = t;
       pthread_setspecific(exit_key, t);
     }
-    tls_depth = 0;
+    tls.depth = 0;
     if (!t) return NULL;
   }
-  tls_depth = 1;
+  tls.depth = 1;
   return t;
 }
-static inline void leave(void) { tls_depth = 0; }
+static inline void leave(void) { tls.depth = 0; }
 
 static void state_release(tstate_t *t) {
   pthread_mutex_lock(&pool_lock);
@@ -576,16 +573,16 @@ static void thread_exit(void *arg) {
     pthread_setspecific(exit_key, t);
     return;
   }
-  tls_depth = 1;
+  tls.depth = 1;
   stamp(t, true);
   unsigned char *q = ev_begin(t, MMT_THREAD_END, false);
   ev_end(t, q);
   flush_own(t);
   atomic_store(&t->active, false);
-  tls_state = NULL;
-  tls_done = true;
+  tls.state = NULL;
+  tls.done = true;
   state_release(t);
-  tls_depth = 0;
+  tls.depth = 0;
 }
 
 /* ---- shadow map ---------------------------------------------------------- */
@@ -835,9 +832,9 @@ static bool own_trace(void) { return getpid() == trace_pid; }
 
 static void finish(void) {
   if (!tracing || !own_trace() || atomic_exchange(&ending, true)) return;
-  int d = tls_depth;
-  tls_depth = 1;
-  tstate_t *t = tls_state;
+  int d = tls.depth;
+  tls.depth = 1;
+  tstate_t *t = tls.state;
   if (t && d == 0) {                 /* the exiting thread ends here: its work after its last call */
     stamp(t, true);
     ev_end(t, ev_begin(t, MMT_THREAD_END, false));
@@ -845,14 +842,14 @@ static void finish(void) {
   flush_all(false);
   write_end(MMT_REC_END, 0);
   atomic_store(&closed, true);
-  tls_depth = d;
+  tls.depth = d;
 }
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGQUIT, SIGHUP};
 
 static void on_fatal(int sig) {
   int saved = errno;
-  tls_depth = 1;
+  tls.depth = 1;
   if (tracing && !atomic_exchange(&ending, true)) {
     flush_all(true);
     write_end(MMT_REC_SIGNAL, sig);
@@ -881,7 +878,7 @@ static void install_signals(void) {
 static void after_fork_child(void) {
   if (!tracing) return;
   pid_t parent = getppid();
-  tstate_t *self = tls_state;
+  tstate_t *self = tls.state;
   for (tstate_t *t = atomic_load(&all_states); t; t = t->all_next) {
     if (t == self) continue;
     if (atomic_load(&t->active)) {
@@ -909,6 +906,14 @@ static void after_fork_child(void) {
 static void init(void) {
   int expected = 0;
   if (!atomic_compare_exchange_strong(&init_state, &expected, 1)) return;
+  /* glibc's own names first: a lookup that fails below (free_sized before
+   * glibc 2.43) allocates its error, and a shim's malloc under the recorder
+   * may call __libc_malloc, which must find its next definition by then
+   * (else it would fall back to that shim's malloc, and loop) */
+#define RESOLVE_LIBC(name) real.libc_##name = (__typeof__(real.libc_##name))dlsym(RTLD_NEXT, "__libc_" #name)
+  RESOLVE_LIBC(malloc); RESOLVE_LIBC(free); RESOLVE_LIBC(calloc); RESOLVE_LIBC(realloc);
+  RESOLVE_LIBC(memalign); RESOLVE_LIBC(valloc); RESOLVE_LIBC(pvalloc);
+#undef RESOLVE_LIBC
 #define RESOLVE(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
   RESOLVE(malloc); RESOLVE(free); RESOLVE(calloc); RESOLVE(realloc);
   RESOLVE(posix_memalign); RESOLVE(aligned_alloc); RESOLVE(memalign);
@@ -916,10 +921,6 @@ static void init(void) {
   RESOLVE(fork); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(pthread_create);
   RESOLVE(free_sized); RESOLVE(free_aligned_sized);
 #undef RESOLVE
-#define RESOLVE_LIBC(name) real.libc_##name = (__typeof__(real.libc_##name))dlsym(RTLD_NEXT, "__libc_" #name)
-  RESOLVE_LIBC(malloc); RESOLVE_LIBC(free); RESOLVE_LIBC(calloc); RESOLVE_LIBC(realloc);
-  RESOLVE_LIBC(memalign); RESOLVE_LIBC(valloc); RESOLVE_LIBC(pvalloc);
-#undef RESOLVE_LIBC
   if (!real.malloc || !real.free || !real.calloc || !real.realloc)
     die("mmtrace: cannot find the malloc family under the tracer (dlsym RTLD_NEXT)\n");
   atomic_store(&init_state, 2);
@@ -1013,6 +1014,8 @@ static inline void rec_release(tstate_t *t, unsigned op, const void *p, uint64_t
  *     -DMMT_ALWAYS_DENSE=1 -Itrace/src trace/src/record.c -o dense.so -ldl -lpthread
  *   MMTRACE_OUT=/tmp/t LD_PRELOAD=./dense.so valgrind --tool=callgrind \
  *     build/bench/fastpath size=64 batches=1000        (and batches=0)
+ * (and for a program: PYTHONMALLOC=malloc with /usr/bin/python3.11 running
+ * trace/overhead.py's PY_SCRIPT, with and without the LD_PRELOAD)
  * the difference over 64000 pairs, less the same without the recorder
  * (188: the loop and glibc): 167 instructions a 64-byte malloc+free pair,
  * against 174 at 9faaff8 and 300 for 3494dc9's recorder built the same
@@ -1024,13 +1027,13 @@ static inline void rec_release(tstate_t *t, unsigned op, const void *p, uint64_t
  * turned off later (a write failed, a forked child could not open its
  * file) leaves it on: its events then go nowhere, write_chunk drops them. */
 static inline tstate_t *fast_state(void) {
-  tstate_t *t = tls_state;
-  return LIKELY(t) && LIKELY(!tls_depth) ? t : NULL;
+  tstate_t *t = tls.state;
+  return LIKELY(t) && LIKELY(!tls.depth) ? t : NULL;
 }
 
 /* Enters a stamped call: stamp(t, true)'s reading of the clock. */
 static inline void fast_enter_stamped(tstate_t *t) {
-  tls_depth = 1;
+  tls.depth = 1;
   t->stamped = true;
   t->entry = now_ticks();
 }
@@ -1048,6 +1051,7 @@ static inline unsigned char *fast_event(tstate_t *t, unsigned op, uint64_t *f) {
 /* The fill that publishes one more event, [start, q), after fill f (ev_end's
  * value: the byte count below bit 32 cannot carry, being under BUF_BYTES +
  * EVENT_MAX). */
+_Static_assert(BUF_BYTES + EVENT_MAX < (1ull << 32), "a fill's byte count fits below bit 32");
 static inline uint64_t fast_fill(const unsigned char *start, const unsigned char *q, uint64_t f) {
   return f + (1ull << 32) + (uint64_t)(q - start);
 }
@@ -1063,14 +1067,14 @@ static inline void fast_alloc_done(tstate_t *t, unsigned op, const void *p) {
   uint64_t fill = t->pending;
   atomic_store_explicit(&t->fill, fill, memory_order_release);
   if (UNLIKELY((uint32_t)fill >= BUF_BYTES)) flush_own(t);
-  tls_depth = 0;
+  tls.depth = 0;
 }
 
 /* An unstamped allocation entered: one unstamped call of the burst used,
  * its event (op, delta 0, [nmemb], size) written, the fill that publishes
  * it in t->pending. */
 static inline void fast_alloc_begin(tstate_t *t, unsigned op, size_t nmemb, size_t size) {
-  tls_depth = 1;
+  tls.depth = 1;
   t->skip--;
   uint64_t f;
   unsigned char *start = fast_event(t, op, &f), *q = start + 2;
@@ -1201,10 +1205,10 @@ static inline bool fast_release(unsigned op, void *p, size_t size, void (*fn)(vo
     release_stamped(t, op, p, v, size, fn);
     return true;
   }
-  tls_depth = 1;
+  tls.depth = 1;
   if (UNLIKELY(fast_release_event(t, op, v, size))) flush_own(t);
   fn(p, size, 0);
-  tls_depth = 0;
+  tls.depth = 0;
   return true;
 }
 
@@ -1273,29 +1277,23 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n) {
   return rc;
 }
 
-#define ALIGNED_FN(name, OP)                                       \
-  EXPORT void *name(size_t align, size_t n) {                      \
-    ensure_init();                                                 \
-    tstate_t *t = enter();                                         \
-    if (t) stamp(t, n >= MMT_TIMED_BYTES);                         \
-    void *p = real.name(align, n);                                 \
-    if (t) rec_alloc(t, OP, align, 0, n, p);                       \
-    return p;                                                      \
+/* An allocation on the general path: entered, stamped (large: it must be),
+ * the real call fn args, recorded as OP. */
+#define TRACED_ALLOC(cname, fn, OP, params, large, args, align, nmemb, size) \
+  EXPORT void *cname params {                                                \
+    ensure_init();                                                          \
+    tstate_t *t = enter();                                                  \
+    if (t) stamp(t, large);                                                 \
+    void *p = fn args;                                                      \
+    if (t) rec_alloc(t, OP, align, nmemb, size, p);                         \
+    return p;                                                               \
   }
-ALIGNED_FN(aligned_alloc, MMT_ALIGNED_ALLOC)
-ALIGNED_FN(memalign, MMT_MEMALIGN)
-
-#define PAGE_FN(name, OP)                                          \
-  EXPORT void *name(size_t n) {                                    \
-    ensure_init();                                                 \
-    tstate_t *t = enter();                                         \
-    if (t) stamp(t, n >= MMT_TIMED_BYTES);                         \
-    void *p = real.name(n);                                        \
-    if (t) rec_alloc(t, OP, 0, 0, n, p);                           \
-    return p;                                                      \
-  }
-PAGE_FN(valloc, MMT_VALLOC)
-PAGE_FN(pvalloc, MMT_PVALLOC)
+TRACED_ALLOC(aligned_alloc, real.aligned_alloc, MMT_ALIGNED_ALLOC, (size_t align, size_t n),
+             n >= MMT_TIMED_BYTES, (align, n), align, 0, n)
+TRACED_ALLOC(memalign, real.memalign, MMT_MEMALIGN, (size_t align, size_t n), n >= MMT_TIMED_BYTES,
+             (align, n), align, 0, n)
+TRACED_ALLOC(valloc, real.valloc, MMT_VALLOC, (size_t n), n >= MMT_TIMED_BYTES, (n), 0, 0, n)
+TRACED_ALLOC(pvalloc, real.pvalloc, MMT_PVALLOC, (size_t n), n >= MMT_TIMED_BYTES, (n), 0, 0, n)
 
 /* C23's sized frees: recorded as frees (the size and alignment are hints);
  * the real call is the next free_sized or free_aligned_sized, or free in a
@@ -1327,28 +1325,21 @@ EXPORT void free_aligned_sized(void *p, size_t align, size_t n) {
  * made as the next definition of the same name (glibc's, or an allocator's
  * that defines them), so that a shim's malloc calling __libc_malloc inside
  * a traced malloc is not recorded again and does not come back here. */
-#define LIBC_ALLOC(name, OP, params, large, args, align, nmemb, size)           \
-  EXPORT void *__libc_##name params {                                          \
-    ensure_init();                                                              \
-    if (UNLIKELY(!real.libc_##name)) return boot_alloc((nmemb) * (size));       \
-    tstate_t *t = enter();                                                      \
-    if (t) stamp(t, large);                                                     \
-    void *p = real.libc_##name args;                                            \
-    if (t) rec_alloc(t, OP, align, nmemb, size, p);                             \
-    return p;                                                                   \
-  }
-LIBC_ALLOC(malloc, MMT_MALLOC, (size_t n), n >= MMT_TIMED_BYTES, (n), 0, 1, n)
-LIBC_ALLOC(calloc, MMT_CALLOC, (size_t k, size_t n), alloc_large(k, n), (k, n), 0, k, n)
-LIBC_ALLOC(memalign, MMT_MEMALIGN, (size_t a, size_t n), n >= MMT_TIMED_BYTES, (a, n), a, 1, n)
-LIBC_ALLOC(valloc, MMT_VALLOC, (size_t n), n >= MMT_TIMED_BYTES, (n), 0, 1, n)
-LIBC_ALLOC(pvalloc, MMT_PVALLOC, (size_t n), n >= MMT_TIMED_BYTES, (n), 0, 1, n)
+#define LIBC_FN(name) (real.libc_##name ? real.libc_##name : real.name)   /* one a C library lacks: the standard one */
+TRACED_ALLOC(__libc_malloc, LIBC_FN(malloc), MMT_MALLOC, (size_t n), n >= MMT_TIMED_BYTES, (n), 0, 0, n)
+TRACED_ALLOC(__libc_calloc, LIBC_FN(calloc), MMT_CALLOC, (size_t k, size_t n), alloc_large(k, n), (k, n), 0,
+             k, n)
+TRACED_ALLOC(__libc_memalign, LIBC_FN(memalign), MMT_MEMALIGN, (size_t align, size_t n), n >= MMT_TIMED_BYTES,
+             (align, n), align, 0, n)
+TRACED_ALLOC(__libc_valloc, LIBC_FN(valloc), MMT_VALLOC, (size_t n), n >= MMT_TIMED_BYTES, (n), 0, 0, n)
+TRACED_ALLOC(__libc_pvalloc, LIBC_FN(pvalloc), MMT_PVALLOC, (size_t n), n >= MMT_TIMED_BYTES, (n), 0, 0, n)
 static void call_libc_free(void *p, size_t size, size_t align) {
   (void)size, (void)align;
-  real.libc_free(p);
+  LIBC_FN(free)(p);
 }
 EXPORT void __libc_free(void *p) {
   ensure_init();
-  if (UNLIKELY(!real.libc_free)) return;
+  if (UNLIKELY(!real.free)) return;
   release(MMT_FREE, p, 0, 0, call_libc_free);
 }
 EXPORT void *__libc_realloc(void *p, size_t n) { return do_realloc_as(MMT_REALLOC, p, 1, n, true); }
@@ -1526,12 +1517,12 @@ static void *thread_start(void *arg) {
   tstate_t *t = arg;
   void *(*fn)(void *) = t->start_fn;
   void *fn_arg = t->start_arg;
-  if (tracing && !tls_state && !tls_done) {
-    tls_depth = 1;
+  if (tracing && !tls.state && !tls.done) {
+    tls.depth = 1;
     thread_begin(t, now_ticks());
-    tls_state = t;
+    tls.state = t;
     pthread_setspecific(exit_key, t);
-    tls_depth = 0;
+    tls.depth = 0;
   } else {
     state_release(t);
   }
@@ -1543,7 +1534,7 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
   if (UNLIKELY(!real.pthread_create)) die("mmtrace: cannot find pthread_create under the tracer\n");
   /* a thread the allocator starts from inside a traced call (a purge
    * thread, say) is not the program's: it is not registered */
-  tstate_t *t = tracing && !tls_depth ? state_new() : NULL;
+  tstate_t *t = tracing && !tls.depth ? state_new() : NULL;
   if (!t) return real.pthread_create(th, attr, fn, arg);
   t->start_fn = fn;
   t->start_arg = arg;
@@ -1583,11 +1574,11 @@ EXPORT pid_t fork(void) {
  * end of this image's part; if exec fails, the trace goes on. */
 static void before_exec(void) {
   if (!tracing || !own_trace()) return;
-  int d = tls_depth;
-  tls_depth = 1;
+  int d = tls.depth;
+  tls.depth = 1;
   flush_all(false);
   write_end(MMT_REC_EXEC, 0);
-  tls_depth = d;
+  tls.depth = d;
 }
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
