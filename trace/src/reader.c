@@ -5,7 +5,8 @@
  * (or, inside a header, of the field) where it shows:
  *   - magic, a version it knows, a header whose checksum matches and whose
  *     text is key=value lines;
- *   - records are C, X, E or S; E and S are last;
+ *   - records are C, X, E or S, and M in version 3; E and S are last; M
+ *     comes at most once, just before E or S;
  *   - a chunk's checksum matches its payload, which holds exactly its
  *     event count; a thread's chunks come in chunk_seq order from 0;
  *   - a thread's first event is its THREAD_BEGIN and there is one;
@@ -54,6 +55,8 @@ struct mmt_reader {
   uint64_t chunks;
   unsigned execs;
   bool last_exec;                /* the last record read was an exec record */
+  bool memory_known;             /* a memory record was read (the next record must end the file) */
+  uint64_t peak_kb, file_kb;     /* its values */
   bool done, failed, allow_partial;
   char ending[32];
   char err[512];
@@ -191,6 +194,12 @@ unsigned mmt_reader_execs(const mmt_reader_t *r) { return r->execs; }
 uint64_t mmt_reader_threads(const mmt_reader_t *r) { return r->nthreads; }
 uint64_t mmt_reader_offset(const mmt_reader_t *r) { return r->off; }
 
+bool mmt_reader_memory(const mmt_reader_t *r, uint64_t *peak_kb, uint64_t *file_kb) {
+  *peak_kb = r->memory_known ? r->peak_kb : 0;
+  *file_kb = r->memory_known ? r->file_kb : 0;
+  return r->memory_known;
+}
+
 const char *mmt_reader_header(const mmt_reader_t *r, const char *key, unsigned i) {
   for (size_t o = 0; o < r->header_len;) {
     const char *k = r->header + o, *v = k + strlen(k) + 1;
@@ -244,7 +253,25 @@ static int next_record(mmt_reader_t *r) {
                   "here); everything before this byte was read");
     }
     r->off++;
+    if (r->memory_known && kind != MMT_REC_END && kind != MMT_REC_SIGNAL)
+      return fail(r, at, "the memory record is not followed by the end record");
     r->last_exec = kind == MMT_REC_EXEC;
+    if (kind == MMT_REC_MEMORY && r->version >= 3) {
+      unsigned char m[4], rec[1 + 2 * MMT_VARINT_MAX], *q = rec;
+      if (!get_varint_file(r, &r->peak_kb, at, "memory record") ||
+          !get_varint_file(r, &r->file_kb, at, "memory record") || !get_bytes(r, m, 4, at, "memory record"))
+        return -1;
+      *q++ = MMT_REC_MEMORY;          /* the checksum covers the record as written: shortest varints */
+      q = mmt_put_varint(q, r->peak_kb);
+      q = mmt_put_varint(q, r->file_kb);
+      if (mmt_get_u32(m) != mmt_fnv(rec, (size_t)(q - rec)) || r->off - at != (uint64_t)(q - rec) + 4)
+        return fail(r, at, "malformed memory record (its checksum does not match)");
+      if (r->file_kb > r->peak_kb)
+        return fail(r, at, "the memory record's file-backed part (%llu KiB) is over its peak (%llu KiB)",
+                    (unsigned long long)r->file_kb, (unsigned long long)r->peak_kb);
+      r->memory_known = true;
+      continue;
+    }
     if (kind == MMT_REC_EXEC) {
       unsigned char m[4];
       if (!get_bytes(r, m, 4, at, "exec record")) return -1;

@@ -73,5 +73,10 @@ const char *mmt_reader_ending(const mmt_reader_t *r);
 unsigned mmt_reader_execs(const mmt_reader_t *r);
 uint64_t mmt_reader_threads(const mmt_reader_t *r);     /* thread indices seen */
 uint64_t mmt_reader_offset(const mmt_reader_t *r);      /* bytes consumed */
+/* After the end: the image's resident memory when it ended (a version 3
+ * trace's memory record), in KiB: its peak, and the part backed by files
+ * and shared memory (its code and libraries, mapped files); false (and 0s)
+ * if the trace has none (an older trace, a killed or exec'd image). */
+bool mmt_reader_memory(const mmt_reader_t *r, uint64_t *peak_kb, uint64_t *file_kb);
 
 #endif

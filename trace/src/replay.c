@@ -216,6 +216,8 @@ typedef struct {
   uint64_t open_files;
   uint64_t ops, skipped_unknown, skewed;
   uint64_t cxx;                    /* ops of the C++ operators */
+  uint64_t file_kb;                /* the program's file-backed memory (the trace's memory record) */
+  bool memory_known;               /* ... if the trace has one */
 } prep_t;
 
 #define PROG_BUF (256 * 1024)
@@ -460,6 +462,8 @@ static int prepare(const char *trace, const char *dir, bool partial, bool cross,
     if (th->ended) prog_close(p, e.thread);      /* a late call after its thread_end */
   }
   if (k < 0) { fprintf(stderr, "%s\n", mmt_reader_error(r)); mmt_reader_close(r); return 2; }
+  uint64_t peak_kb;
+  p->memory_known = mmt_reader_memory(r, &peak_kb, &p->file_kb);
   mmt_reader_close(r);
   /* releases whose block was never allocated in the trace cannot happen
    * in a well-formed trace; they are left as NO_SLOT ops and skipped */
@@ -615,6 +619,84 @@ static uint64_t own_resident(void) {
     }
   }
   return bytes;
+}
+
+/* The replayer's own code and libraries.  The measuring parent, which
+ * has no allocator preloaded, lists the files it has mapped (own_files_save,
+ * DIR/own-files: "major:minor inode" a line); a run counts what it has
+ * resident of those files (own_file_resident), which the parent replaces
+ * in the run's peak RSS by the program's own file-backed memory from the
+ * trace.  A preloaded allocator and the libraries it brings are not on the
+ * list: the real program on that allocator maps them too. */
+#define OWN_FILES_MAX 512
+typedef struct { char dev[16]; uint64_t inode; } own_file_t;
+
+/* A line of /proc/self/maps or smaps that starts a mapping: its file's
+ * device and inode (inode 0: anonymous); false for any other line. */
+static bool map_line_file(const char *line, own_file_t *f) {
+  char perms[8];
+  unsigned long long lo, hi, off, inode;
+  char dev[16];
+  if (sscanf(line, "%llx-%llx %7s %llx %15s %llu", &lo, &hi, perms, &off, dev, &inode) != 6) return false;
+  snprintf(f->dev, sizeof f->dev, "%s", dev);
+  f->inode = inode;
+  return true;
+}
+
+static void own_files_save(const char *dir) {
+  char path[PATH_MAX + 16], line[PATH_MAX + 256];
+  snprintf(path, sizeof path, "%s/own-files", dir);
+  FILE *in = fopen("/proc/self/maps", "r"), *out = fopen(path, "w");
+  if (in && out) {
+    own_file_t f;
+    while (fgets(line, sizeof line, in))
+      if (map_line_file(line, &f) && f.inode) fprintf(out, "%s %" PRIu64 "\n", f.dev, f.inode);
+  }
+  if (in) fclose(in);
+  if (out) fclose(out);
+}
+
+/* This process's peak RSS in KiB (VmHWM; 0 if it cannot say).  Unlike
+ * ru_maxrss, which a child inherits across fork and exec (so that a run
+ * could not report less than its measuring parent's size), it is the peak
+ * of this program image alone. */
+static uint64_t own_peak_kb(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  uint64_t kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %" SCNu64 " kB", &kb) == 1) break;
+  fclose(f);
+  return kb;
+}
+
+/* KiB resident now of the files DIR/own-files lists (0 if it cannot say). */
+static uint64_t own_file_resident(const char *dir) {
+  static own_file_t files[OWN_FILES_MAX];
+  size_t n = 0;
+  char path[PATH_MAX + 16], line[PATH_MAX + 256];
+  snprintf(path, sizeof path, "%s/own-files", dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  while (n < OWN_FILES_MAX && fscanf(f, "%15s %" SCNu64, files[n].dev, &files[n].inode) == 2) n++;
+  fclose(f);
+  f = fopen("/proc/self/smaps", "r");
+  if (!f) return 0;
+  uint64_t kb = 0, v;
+  bool counted = false;
+  own_file_t m;
+  while (fgets(line, sizeof line, f)) {
+    if (map_line_file(line, &m)) {
+      counted = false;
+      for (size_t i = 0; i < n && m.inode; i++)
+        counted |= files[i].inode == m.inode && strcmp(files[i].dev, m.dev) == 0;
+    } else if (counted && sscanf(line, "Rss: %" SCNu64 " kB", &v) == 1) {
+      kb += v;
+    }
+  }
+  fclose(f);
+  return kb;
 }
 
 static const char *run_dir;
@@ -1077,8 +1159,9 @@ static int cmp_begin(const void *a, const void *b) {
 static int run_done(uint64_t t0, uint64_t nthreads, uint64_t nslots) {
   uint64_t t1 = mono();
   printf("replay_ns %" PRIu64 " threads %" PRIu64 " slots %" PRIu64 " differ %" PRIuFAST64 " nulls %" PRIuFAST64
-         " waits %" PRIuFAST64 " own_kb %" PRIu64 "\n", t1 - t0, nthreads, nslots, atomic_load(&differ),
-         atomic_load(&null_releases), atomic_load(&waits), own_resident() >> 10);
+         " waits %" PRIuFAST64 " own_kb %" PRIu64 " code_kb %" PRIu64 " peak_kb %" PRIu64 "\n", t1 - t0,
+         nthreads, nslots, atomic_load(&differ), atomic_load(&null_releases), atomic_load(&waits),
+         own_resident() >> 10, own_file_resident(run_dir), own_peak_kb());
   fflush(stdout);
   return 0;
 }
@@ -1299,8 +1382,8 @@ int mmt_cmd_replay(int argc, char **argv) {
       snprintf(path, sizeof path, "%s/summary", dir);
       FILE *sf = fopen(path, "w");
       if (!sf) _exit(2);
-      fprintf(sf, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", prep.ops, prep.nth,
-              prep.nslots, prep.skipped_unknown, prep.skewed);
+      fprintf(sf, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %" PRIu64 "\n", prep.ops,
+              prep.nth, prep.nslots, prep.skipped_unknown, prep.skewed, prep.memory_known ? 1 : 0, prep.file_kb);
       fclose(sf);
     }
     fflush(NULL);
@@ -1308,12 +1391,13 @@ int mmt_cmd_replay(int argc, char **argv) {
   }
   int pstatus;
   while (waitpid(prep_pid, &pstatus, 0) < 0 && errno == EINTR) {}
-  struct { uint64_t ops, nth, nslots, skipped_unknown, skewed; } prep = {0, 0, 0, 0, 0};
+  struct { uint64_t ops, nth, nslots, skipped_unknown, skewed, file_kb; int memory_known; } prep = {0};
   char spath[PATH_MAX + 16];
   snprintf(spath, sizeof spath, "%s/summary", dir);
   FILE *sf = WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0 ? fopen(spath, "r") : NULL;
-  if (!sf || fscanf(sf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &prep.ops, &prep.nth,
-                    &prep.nslots, &prep.skipped_unknown, &prep.skewed) != 5) {
+  if (!sf || fscanf(sf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %d %" SCNu64, &prep.ops,
+                    &prep.nth, &prep.nslots, &prep.skipped_unknown, &prep.skewed, &prep.memory_known,
+                    &prep.file_kb) != 7) {
     if (sf) fclose(sf);
     if (!keep) rm_dir(dir);
     return WIFEXITED(pstatus) && WEXITSTATUS(pstatus) ? WEXITSTATUS(pstatus) : 2;
@@ -1349,6 +1433,7 @@ int mmt_cmd_replay(int argc, char **argv) {
     allocs[a].rss_kb = calloc((size_t)reps, sizeof(long));
     allocs[a].faults = calloc((size_t)reps, sizeof(long));
   }
+  own_files_save(dir);
   char speed_s[32], copies_s[16], fold_s[16];
   snprintf(speed_s, sizeof speed_s, "%g", spd);
   snprintf(copies_s, sizeof copies_s, "%d", copies);
@@ -1383,23 +1468,33 @@ int mmt_cmd_replay(int argc, char **argv) {
       int status;
       struct rusage ru;
       while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {}
-      uint64_t ns = 0, nthreads = 0, differs = 0, nulls = 0, own_kb = 0;
+      uint64_t ns = 0, nthreads = 0, differs = 0, nulls = 0, own_kb = 0, code_kb = 0, peak_kb = 0;
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
           sscanf(out, "replay_ns %" SCNu64 " threads %" SCNu64 " slots %*u differ %" SCNu64 " nulls %" SCNu64
-                 " waits %*u own_kb %" SCNu64, &ns, &nthreads, &differs, &nulls, &own_kb) != 5) {
+                 " waits %*u own_kb %" SCNu64 " code_kb %" SCNu64 " peak_kb %" SCNu64, &ns, &nthreads, &differs,
+                 &nulls, &own_kb, &code_kb, &peak_kb) != 7) {
         fprintf(stderr, "mmtrace replay: the replay on %s failed (%s %d)\n", al->name,
                 WIFSIGNALED(status) ? "signal" : "status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         if (!keep) rm_dir(dir);
         return 1;
       }
       al->secs[r] = (double)ns / 1e9;
-      /* the replayer's own tables are not the program's memory */
-      al->rss_kb[r] = ru.ru_maxrss > (long)own_kb ? ru.ru_maxrss - (long)own_kb : 0;
+      /* the replayer's own tables are not the program's memory; nor is
+       * its code, which the program's own code and files replace when the
+       * trace says how much of them the program had resident */
+      long rss = (peak_kb ? (long)peak_kb : ru.ru_maxrss) - (long)own_kb;
+      if (prep.memory_known) rss += (long)prep.file_kb - (long)code_kb;
+      al->rss_kb[r] = rss > 0 ? rss : 0;
       al->faults[r] = ru.ru_minflt + ru.ru_majflt;  /* and each page of them was faulted in once */
       al->faults[r] = al->faults[r] > (long)(own_kb / 4) ? al->faults[r] - (long)(own_kb / 4) : 0;
-      fprintf(stderr, "rep %d %-10s %.3f s  %ld KiB (the replayer's tables, %" PRIu64 " KiB, not counted)  %ld faults  "
-              "%" PRIu64 " threads  %" PRIu64 " outcomes differ from the trace, %" PRIu64 " releases of a refused "
-              "block\n", r + 1, al->name, al->secs[r], al->rss_kb[r], own_kb, al->faults[r], nthreads, differs, nulls);
+      char code[96] = "";
+      if (prep.memory_known)
+        snprintf(code, sizeof code, "; its code, %" PRIu64 " KiB, counted as the program's, %" PRIu64 " KiB",
+                 code_kb, prep.file_kb);
+      fprintf(stderr, "rep %d %-10s %.3f s  %ld KiB (the replayer's tables, %" PRIu64 " KiB, not counted%s)  "
+              "%ld faults  %" PRIu64 " threads  %" PRIu64 " outcomes differ from the trace, %" PRIu64 " releases "
+              "of a refused block\n", r + 1, al->name, al->secs[r], al->rss_kb[r], own_kb, code, al->faults[r],
+              nthreads, differs, nulls);
     }
   }
   double best = 0;
@@ -1416,6 +1511,12 @@ int mmt_cmd_replay(int argc, char **argv) {
            allocs[a].secs[reps / 2] / best, (double)allocs[a].rss_kb[reps / 2] / 1024, allocs[a].faults[reps / 2]);
   printf("\nmedians of %d runs, allocators alternating; %" PRIu64 " calls in %" PRIu64 " threads; speed %g; "
          "touch %s; peak RSS and page faults without the replayer's own tables\n", reps, prep.ops, prep.nth, spd, touch_mode);
+  if (prep.memory_known)
+    printf("peak RSS counts the program's own code and files as it had them resident (%.1f MiB, from the "
+           "trace) in place of the replayer's\n", (double)prep.file_kb / 1024);
+  else
+    printf("peak RSS counts the replayer's code in place of the program's (the trace does not say how much "
+           "the program had: an older trace, or the program was killed or exec'd)\n");
   if (copies > 1) printf("(%d copies of the traced threads side by side, each with its own blocks)\n", copies);
   if (fold) printf("(the traced threads folded onto %d replay threads)\n", fold);
   for (int a = 0; a < na; a++) { free(allocs[a].secs); free(allocs[a].rss_kb); free(allocs[a].faults); }

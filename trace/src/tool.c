@@ -330,8 +330,12 @@ static int cmd_dump(int argc, char **argv) {
     fprintf(stderr, "%s\n", mmt_reader_error(r));
     rc = 2;
   } else {
-    printf("# end: %s; %" PRIu64 " events, %" PRIu64 " threads, %u exec\n", mmt_reader_ending(r), n,
+    uint64_t peak_kb, file_kb;
+    printf("# end: %s; %" PRIu64 " events, %" PRIu64 " threads, %u exec", mmt_reader_ending(r), n,
            mmt_reader_threads(r), mmt_reader_execs(r));
+    if (mmt_reader_memory(r, &peak_kb, &file_kb))
+      printf("; memory peak_kb=%" PRIu64 " file_kb=%" PRIu64, peak_kb, file_kb);
+    printf("\n");
   }
   mmt_reader_close(r);
   return rc;
@@ -367,6 +371,12 @@ static int cmd_info(int argc, char **argv) {
   printf("failed    %" PRIu64 "\n", failed);
   printf("remote    %" PRIu64 " of %" PRIu64 " releases of traced blocks\n", remote, releases);
   printf("unknown   %" PRIu64 " releases of pointers the trace never saw returned\n", unknown);
+  uint64_t peak_kb, file_kb;
+  if (mmt_reader_memory(r, &peak_kb, &file_kb))
+    printf("memory    peak RSS %.1f MiB traced (the recorder's own memory included), %.1f MiB of it code and "
+           "files\n", (double)peak_kb / 1024, (double)file_kb / 1024);
+  else
+    printf("memory    not in the trace (an older trace, or the image was killed or exec'd)\n");
   mmt_reader_close(r);
   return 0;
 }

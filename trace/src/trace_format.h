@@ -10,6 +10,11 @@
  *                       | varint bytes | varint ns | varint ticks | varint busy
  *                       | u64 sum(the chunk's bytes before it, then payload) | payload
  *            'X' exec:  u32 "EXEC"   (the image called exec; may go on if it failed)
+ *            'M' memory (version 3): varint peak_kb | varint file_kb
+ *                       | u32 fnv(the record's bytes before it)
+ *                       (the image's resident memory when it ended: its peak,
+ *                       and the part of it backed by files and shared memory;
+ *                       at most once, just before an end or signal record)
  *            'E' end:   varint chunks | u32 "END."   (the image exited normally)
  *            'S' signal: varint signo | varint chunks | u32 "SIG."  (it died of a signal)
  *
@@ -19,7 +24,7 @@
  * so a thread's chunks must be read in chunk_seq order: they are, because
  * only that thread writes them, one write(2) each.
  *
- * Times (version 2): events count ticks of the header's clock (clock=tsc:
+ * Times (version 2 and later): events count ticks of the header's clock (clock=tsc:
  * the x86 time-stamp counter; clock=monotonic: nanoseconds).  A chunk's ns
  * and ticks are both read when it was written, since the trace's start: an
  * event's time in ns is its ticks * ns / ticks of the chunk that holds it.
@@ -37,6 +42,9 @@
  * event: the thread's CPU time since its THREAD_BEGIN, read after the
  * call, from which a reader tells how much of the gap the thread was
  * running and how much it was blocked.
+ *
+ * Version 3 is version 2 with the memory record ('M'); a version 2 trace
+ * (still read) has none.  The times below are version 2's and 3's.
  *
  * Version 1 (still read): every event has `gap` (ticks from the return of
  * the previous call) and `dur`; the chunk's last header field is `post`,
@@ -85,7 +93,7 @@
 
 #define MMT_MAGIC "mmtrace"      /* 8 bytes with its NUL */
 #define MMT_MAGIC_LEN 8
-#define MMT_VERSION 2                /* written; readers also take 1 */
+#define MMT_VERSION 3                /* written; readers also take 1 and 2 */
 #define MMT_VERSION_OLDEST 1
 #define MMT_HEADER_TEXT_MAX 65536
 
@@ -93,6 +101,7 @@
 #define MMT_REC_EXEC 'X'
 #define MMT_REC_END 'E'
 #define MMT_REC_SIGNAL 'S'
+#define MMT_REC_MEMORY 'M'           /* version 3 */
 #define MMT_SIGNAL_MARK 0x2e474953u  /* "SIG." little-endian */
 #define MMT_EXEC_MARK 0x43455845u    /* "EXEC" little-endian */
 #define MMT_END_MARK 0x2e444e45u     /* "END." little-endian */

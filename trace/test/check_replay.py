@@ -12,7 +12,10 @@ thread's short gaps of work between its calls (`dump --times`), which it
 spins.  And the replay's peak RSS is the program's: a C program holding
 300,000 small blocks (LIVE) is replayed on glibc within 15% + 0.5 MiB of
 its real peak RSS, which it was not while the replayer's own table of the
-blocks (12 bytes each) and the C++ library counted.
+blocks (12 bytes each) and the C++ library counted; and so is the same
+program with a 32 MiB file mapped and read (memory that is no block, as a
+program's code and libraries are: the trace's memory record carries it to
+the replay, which counts it in place of the replayer's own code).
 
 And a worker whose calls end long before the main thread's blocked wait
 for it does (SILENT: the rest of the wait is no thread's op) is replayed
@@ -55,10 +58,11 @@ def replay(mmtrace, trace, lib, extra=(), threads=None):
     return {n: float(t) for n, t in rows if n != "allocator"}
 
 
-def check_live_rss(mmtrace, live, work):
+def check_live_rss(mmtrace, live, work, mapped=None):
     n = "300000"
-    trace = os.path.join(work, "live.mmtrace")
-    r = run([mmtrace, "record", "-o", trace, "--", live, n])
+    args = [n] + ([mapped] if mapped else [])
+    trace = os.path.join(work, "live-mapped.mmtrace" if mapped else "live.mmtrace")
+    r = run([mmtrace, "record", "-o", trace, "--", live] + args)
     if r.returncode != 0:
         fail(f"record live: {r.stderr}")
     real = []
@@ -66,7 +70,7 @@ def check_live_rss(mmtrace, live, work):
         pid = os.fork()
         if pid == 0:
             os.environ.pop("LD_PRELOAD", None)
-            os.execv(live, [live, n])
+            os.execv(live, [live] + args)
         _, status, ru = os.wait4(pid, 0)
         if status != 0:
             fail(f"live {n}: status {status}")
@@ -80,9 +84,10 @@ def check_live_rss(mmtrace, live, work):
     replay_mib = float(m.group(1))
     if min(int(k) for k in own) < 300000 * 12 / 1024 * 0.9:
         fail(f"the replayer's tables of 300,000 blocks were counted as {own} KiB")
+    what = "a C program holding 300,000 blocks" + (" and a 32 MiB file it mapped and read" if mapped else "")
     if abs(replay_mib - real_mib) > 0.15 * real_mib + 0.5:
-        fail(f"live: replayed peak RSS {replay_mib:.1f} MiB, real {real_mib:.1f} MiB")
-    print(f"ok: a C program holding 300,000 blocks: real peak RSS {real_mib:.1f} MiB, replayed {replay_mib:.1f} "
+        fail(f"{what}: replayed peak RSS {replay_mib:.1f} MiB, real {real_mib:.1f} MiB")
+    print(f"ok: {what}: real peak RSS {real_mib:.1f} MiB, replayed {replay_mib:.1f} "
           f"MiB (the replayer's own {int(own[0]) / 1024:.1f} MiB not counted)")
 
 
@@ -115,6 +120,10 @@ def main():
     os.makedirs(work, exist_ok=True)
     check_silent(mmtrace, silent, lib, work)
     check_live_rss(mmtrace, live, work)
+    mapped = os.path.join(work, "mapped.bin")     # the program's own memory that is no block
+    with open(mapped, "wb") as f:
+        f.write(bytes(range(256)) * (32 << 12))
+    check_live_rss(mmtrace, live, work, mapped)
     for mode in ("churn", "calls"):
         trace = os.path.join(work, f"{mode}.mmtrace")
         r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, f"{mode}.expect"), mode])

@@ -33,8 +33,9 @@ def main():
     d = subprocess.run([mmtrace, "dump", "--times", trace], capture_output=True, text=True)
     if d.returncode != 0:
         fail(f"dump: status {d.returncode}: {d.stderr[-500:]}")
-    if "# mmtrace version 2" not in d.stdout:
-        fail("the trace is not format version 2")
+    version = re.search(r"^# mmtrace version (\d+)$", d.stdout, re.M)
+    if not version or int(version.group(1)) < 2:
+        fail("the trace is not format version 2 or later (version 3 adds only the memory record)")
     calls = []
     for line in d.stdout.splitlines():
         m = re.match(r"\d+ T0 (\S+) .* gap=(\d+) dur([=~])(\d+)(?: cpu=(\d+))? work=(\d+)$", line)

@@ -69,6 +69,25 @@ def ending(text):
     return m.group(1)
 
 
+def memory(text):
+    """The end line's memory record: (peak_kb, file_kb), or None."""
+    m = re.search(r"; memory peak_kb=(\d+) file_kb=(\d+)$", text.rstrip("\n").splitlines()[-1])
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def check_memory(text, who):
+    """An image that ended by exit or a signal says how much memory it had:
+    a peak of at least 1 MiB (a C++ program and its libraries), of which its
+    code and files are a part, at least 256 KiB (the C library alone)."""
+    mem = memory(text)
+    if not mem:
+        fail(f"{who}: the trace has no memory record")
+    peak, files = mem
+    if not (peak >= 1024 and 256 <= files <= peak):
+        fail(f"{who}: memory record peak {peak} KiB, files {files} KiB")
+    return mem
+
+
 def check_unstamped(mmtrace, trace):
     """The calls just matched include unstamped mallocs, callocs and frees
     (the recorder's fast path: dense calls on small blocks the thread owns),
@@ -95,6 +114,7 @@ def check_calls(mmtrace, calls, work):
     text = dump(mmtrace, trace)
     if ending(text) != "exit":
         fail("the trace of a normal exit does not end with exit")
+    check_memory(text, "calls")
     evs = events(text)
     # each trace thread's marked span, ids rewritten <thread>.<k from the marker>
     spans, base, closed = {}, {}, set()
@@ -187,6 +207,8 @@ def check_fork(mmtrace, calls, work):
         fail("the parent's events leaked into the child's trace")
     if ending(parent_text) != "exit" or ending(child_text) != "exit":
         fail("parent or child trace does not end with exit")
+    check_memory(parent_text, "fork's parent")
+    check_memory(child_text, "fork's child")
     print(f"ok: parent and child {child} traced apart")
 
 
@@ -201,6 +223,9 @@ def check_exec(mmtrace, calls, work):
         fail("the first image's trace has no exec record")
     if ending(first) != "exec" or ending(second) != "exit":
         fail(f"the images end with '{ending(first)}' and '{ending(second)}', not exec and exit")
+    if memory(first):
+        fail("the exec'd image's trace has a memory record (its memory went on in the next image)")
+    check_memory(second, "the exec'd program")
     if "size=444" not in first or "size=777" not in second:
         fail("each image's own allocation is not in its own trace")
     if "size=777" in first:
@@ -215,7 +240,8 @@ def check_abort(mmtrace, calls, work):
         fail(f"an aborted program's trace ends with '{ending(text)}'")
     if "malloc size=333" not in text:
         fail("the block allocated before abort() is not in the trace")
-    print("ok: abort flushed, ending 'signal 6'")
+    check_memory(text, "the aborted program")
+    print("ok: abort flushed, ending 'signal 6', with its memory")
 
 
 def check_kill(mmtrace, calls, work):
@@ -242,6 +268,8 @@ def check_kill(mmtrace, calls, work):
     n = sum(1 for _, op, _ in events(text) if op == "malloc")
     if n < 1000 or ending(text) != "partial":
         fail(f"only {n} mallocs survive the kill (each full buffer is written as it fills)")
+    if memory(text):
+        fail("a killed program's trace has a memory record")
     print(f"ok: killed with SIGKILL, {n} mallocs readable with --partial, an error without")
 
 
