@@ -791,6 +791,10 @@ static void touch(void *p, size_t n) {
  * pvalloc nor reallocarray): then they are made from that allocator's
  * memalign and realloc.  Decided once, by where the symbols resolve. */
 static bool own_pvalloc = true, own_valloc = true, own_reallocarray = true;
+/* malloc_usable_size beside the allocator's malloc: how much of a block a
+ * realloc that grows it in place finds already written (without it, such
+ * a growth is not touched) */
+static bool own_usable = true;
 
 static bool beside_malloc(const char *name) {
   Dl_info a, b;
@@ -868,6 +872,7 @@ static void exec_op(const rop_t *o) {
     void *p = take_ptr(o);
     size_t bytes = o->size;
     if (o->op == MMT_REALLOCARRAY && __builtin_mul_overflow(o->arg, o->size, &bytes)) bytes = SIZE_MAX;
+    size_t had = p && own_usable ? malloc_usable_size(p) : SIZE_MAX;
     void *q = o->op == MMT_REALLOC ? realloc(p, o->size) : realloc_array(p, o->arg, o->size);
     if (o->slot2 == NO_SLOT) {                 /* the trace's call returned no block */
       if (q) {                                 /* realloc(p, 0) that gave a block here, or a failure that did not fail */
@@ -877,6 +882,7 @@ static void exec_op(const rop_t *o) {
       if (o->slot != NO_SLOT) done_gen(o->slot, o->gen, NULL);
       return;
     }
+    bool refused = !q;
     if (!q) {                                  /* refused here: p lives on (a size of 0 freed it) */
       if (bytes && !failed) atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
       if (bytes) q = p;
@@ -888,6 +894,7 @@ static void exec_op(const rop_t *o) {
     if (o->slot != NO_SLOT) done_gen(o->slot, o->gen, NULL);
     wait_gen(o->slot2, o->gen2);
     if (q && q != p) touch(q, bytes);
+    else if (q && !refused && bytes > had) touch((char *)q + had, bytes - had);   /* grown in place: the program writes the new part */
     done_gen(o->slot2, o->gen2, q);
     return;
   }
@@ -1172,6 +1179,7 @@ int mmt_cmd_replay_run(int argc, char **argv) {
   own_pvalloc = beside_malloc("pvalloc");
   own_valloc = beside_malloc("valloc");
   own_reallocarray = beside_malloc("reallocarray");
+  own_usable = beside_malloc("malloc_usable_size");
   speed = argc > 2 ? atof(argv[2]) : 1;
   touch_all = argc > 3 && strcmp(argv[3], "all") == 0;
   uint64_t copies = argc > 4 ? strtoull(argv[4], NULL, 10) : 1;

@@ -15,7 +15,9 @@ its real peak RSS, which it was not while the replayer's own table of the
 blocks (12 bytes each) and the C++ library counted; and so is the same
 program with a 32 MiB file mapped and read (memory that is no block, as a
 program's code and libraries are: the trace's memory record carries it to
-the replay, which counts it in place of the replayer's own code).
+the replay, which counts it in place of the replayer's own code).  A
+buffer grown by realloc (live grow) replays with its real peak on glibc
+and on mmalloc, which grows it in place.
 
 And a worker whose calls end long before the main thread's blocked wait
 for it does (SILENT: the rest of the wait is no thread's op) is replayed
@@ -91,6 +93,45 @@ def check_live_rss(mmtrace, live, work, mapped=None):
           f"MiB (the replayer's own {int(own[0]) / 1024:.1f} MiB not counted)")
 
 
+def check_grow_rss(mmtrace, live, lib, work):
+    """One buffer grown by realloc to 48 MiB, a MiB at a time, each new MiB
+    written: on glibc and on mmalloc (which grows it in place from 1 MiB
+    up), the replay's peak RSS within 15% + 0.5 MiB of the real one (a
+    replay that wrote only the blocks a realloc moved showed mmalloc at a
+    few MiB)."""
+    args = [live, "grow", "48"]
+    trace = os.path.join(work, "grow.mmtrace")
+    r = run([mmtrace, "record", "-o", trace, "--"] + args)
+    if r.returncode != 0:
+        fail(f"record live grow: {r.stderr}")
+    real = {"glibc": [], lib: []}
+    for _ in range(3):
+        for name in real:
+            pid = os.fork()
+            if pid == 0:
+                os.environ.pop("LD_PRELOAD", None)
+                if name != "glibc":
+                    os.environ["LD_PRELOAD"] = name
+                os.execv(live, args)
+            _, status, ru = os.wait4(pid, 0)
+            if status != 0:
+                fail(f"live grow on {name}: status {status}")
+            real[name].append(ru.ru_maxrss)
+    r = run([mmtrace, "replay", trace, "--alloc", "glibc", "--alloc", lib, "--reps", "3"])
+    if r.returncode != 0:
+        fail(f"replay of live grow: status {r.returncode}: {r.stderr[-400:]}")
+    for name in real:
+        m = re.search(r"^\| " + re.escape(name) + r" \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+) \|", r.stdout, re.M)
+        if not m:
+            fail(f"replay of live grow: no row for {name}: {r.stdout[-400:]}")
+        real_mib, replay_mib = sorted(real[name])[1] / 1024, float(m.group(1))
+        if abs(replay_mib - real_mib) > 0.15 * real_mib + 0.5:
+            fail(f"a buffer grown to 48 MiB on {os.path.basename(name)}: replayed peak RSS {replay_mib:.1f} MiB, "
+                 f"real {real_mib:.1f} MiB")
+        print(f"ok: a buffer grown to 48 MiB by realloc on {os.path.basename(name)}: real peak RSS "
+              f"{real_mib:.1f} MiB, replayed {replay_mib:.1f} MiB")
+
+
 def check_silent(mmtrace, silent, lib, work):
     trace = os.path.join(work, "silent.mmtrace")
     r = run([mmtrace, "record", "-o", trace, "--", silent])
@@ -124,6 +165,7 @@ def main():
     with open(mapped, "wb") as f:
         f.write(bytes(range(256)) * (32 << 12))
     check_live_rss(mmtrace, live, work, mapped)
+    check_grow_rss(mmtrace, live, lib, work)
     for mode in ("churn", "calls"):
         trace = os.path.join(work, f"{mode}.mmtrace")
         r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, f"{mode}.expect"), mode])

@@ -6,8 +6,12 @@
  * and reads a byte of each of its pages before the blocks are made, and
  * keeps it mapped: memory of its own that is no block (as a program's code,
  * libraries and mapped data are), which the replay must count as well.
+ * `live grow M` grows one buffer by realloc from 1 MiB to M MiB, a MiB at
+ * a time, writing each new MiB (an allocator that grows it in place, as
+ * mmalloc does past 1 MiB, must show the same peak in the replay).
  *
  *   live N [FILE]
+ *   live grow M
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,10 +21,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static int grow(long mib) {
+  const size_t step = (size_t)1 << 20;
+  char *b = NULL;
+  for (long k = 1; k <= mib; k++) {
+    char *c = realloc(b, (size_t)k * step);
+    if (!c) return 1;
+    b = c;
+    memset(b + (size_t)(k - 1) * step, (int)k, step);
+  }
+  free(b);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[1], "grow") == 0) return atol(argv[2]) > 0 ? grow(atol(argv[2])) : 2;
   long n = argc > 1 ? atol(argv[1]) : 0;
   if (n <= 0) {
-    fprintf(stderr, "usage: live N [FILE]\n");
+    fprintf(stderr, "usage: live N [FILE] | live grow M\n");
     return 2;
   }
   volatile unsigned char sum = 0;
