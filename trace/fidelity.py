@@ -5,7 +5,9 @@ allocator and replayed on every allocator (`mmtrace replay`, default
 speed: the recorded work between calls kept), several repetitions,
 allocators alternating.  Per program: Kendall's tau between the two
 rankings by median time, and each allocator's replayed peak RSS against
-its real one.  Results: bench/results/<date>-<HHMM>-trace-fidelity-<host>/
+its real one; and, as the scale for tau, how well two single repetitions
+of the real runs agree with each other (real_reps.csv keeps every real
+repetition's time).  Results: bench/results/<date>-<HHMM>-trace-fidelity-<host>/
 (--out DIR to choose), as bench/run.py names its own: a second run the same
 day does not overwrite the first.
 
@@ -63,7 +65,22 @@ def clear_pairs(a, b, margin=1.10):
     return n, same
 
 
-def write_report(out, rows, alloc_names, reps, size, host, day):
+def self_agreement(reps_by_alloc):
+    """The mean tau between the rankings of two single repetitions of the
+    real runs (reps_by_alloc: allocator -> the times of its repetitions, in
+    order), over every pair of repetitions; None with fewer than 2.  It is
+    the agreement this machine's noise leaves between two real runs of the
+    same program: the scale for the replay's tau (which is measured between
+    medians, so it may come out somewhat higher)."""
+    n = min((len(v) for v in reps_by_alloc.values()), default=0)
+    if n < 2:
+        return None
+    return statistics.mean(kendall_tau({a: v[i] for a, v in reps_by_alloc.items()},
+                                       {a: v[j] for a, v in reps_by_alloc.items()})
+                           for i, j in itertools.combinations(range(n), 2))
+
+
+def write_report(out, rows, alloc_names, reps, size, host, day, noise=None):
     lines = ["# Replay fidelity", "",
              f"`python3 trace/fidelity.py --reps {reps} --size {size}` on {host}, {day}: each program recorded "
              f"once on glibc, then run for real and replayed (default speed: the recorded work between calls "
@@ -72,9 +89,12 @@ def write_report(out, rows, alloc_names, reps, size, host, day):
              "tau: Kendall's tau between the allocators' order by real time and by replayed time (1: the same "
              "order). Clear pairs: pairs of allocators whose real times differ by more than 10%, and how many "
              "of them the replay orders alike. RSS: replayed peak RSS / real peak RSS, per allocator (min-max), "
-             "and how many allocators are within 15%.", "",
-             "| program | tau | clear pairs ordered alike | RSS replay/real | within 15% | fastest real | "
-             "fastest replayed |", "|---|---|---|---|---|---|---|"]
+             "and how many allocators are within 15%. Real vs real: the mean tau between the orders of two "
+             "single repetitions of the real runs, over every pair of them: how far this machine's noise lets "
+             "two real runs of the program agree.", "",
+             "| program | tau | real vs real | clear pairs ordered alike | RSS replay/real | within 15% | "
+             "fastest real | fastest replayed |", "|---|---|---|---|---|---|---|---|"]
+    noise = noise or {}
     taus, n_all, same_all, within_all, rss_all = [], 0, 0, 0, 0
     for c, tau, rt, pt, rr, pr in rows:
         ratios = [pr[n] / rr[n] for n in alloc_names if n in pr and rr[n]]
@@ -82,12 +102,15 @@ def write_report(out, rows, alloc_names, reps, size, host, day):
         n, same = clear_pairs(rt, pt)
         taus.append(tau)
         n_all, same_all, within_all, rss_all = n_all + n, same_all + same, within_all + within, rss_all + len(ratios)
-        lines.append(f"| {c} | {tau:+.2f} | {same}/{n} | {min(ratios):.2f}-{max(ratios):.2f} | {within}/{len(ratios)} | "
-                     f"{min(rt, key=rt.get)} | {min(pt, key=pt.get)} |")
+        rvr = f"{noise[c]:+.2f}" if noise.get(c) is not None else "-"
+        lines.append(f"| {c} | {tau:+.2f} | {rvr} | {same}/{n} | {min(ratios):.2f}-{max(ratios):.2f} | "
+                     f"{within}/{len(ratios)} | {min(rt, key=rt.get)} | {min(pt, key=pt.get)} |")
     if taus:
-        lines += ["", f"Mean tau {statistics.mean(taus):+.2f} over {len(taus)} programs; clear pairs ordered alike "
-                  f"{same_all}/{n_all}; replayed peak RSS within 15% of the real one for {within_all}/{rss_all} "
-                  "program-allocator pairs."]
+        known = [noise[c] for c, *_ in rows if noise.get(c) is not None]
+        rvr = f" (real runs against each other: {statistics.mean(known):+.2f})" if known else ""
+        lines += ["", f"Mean tau {statistics.mean(taus):+.2f} over {len(taus)} programs{rvr}; clear pairs ordered "
+                  f"alike {same_all}/{n_all}; replayed peak RSS within 15% of the real one for "
+                  f"{within_all}/{rss_all} program-allocator pairs."]
     open(os.path.join(out, "report.md"), "w").write("\n".join(lines) + "\n")
     return lines
 
@@ -108,7 +131,20 @@ def from_csv(out):
     rows = [(c, kendall_tau(d[0], d[1]), d[0], d[1], d[2], d[3]) for c, d in rows_by.items()]
     old = open(os.path.join(out, "report.md")).read()
     m = re.search(r"--reps (\d+) --size (\w+)` on (.+?), (\d{4}-\d\d-\d\d)", old)
-    return write_report(out, rows, names, m.group(1), m.group(2), m.group(3), m.group(4))
+    return write_report(out, rows, names, m.group(1), m.group(2), m.group(3), m.group(4),
+                        read_noise(os.path.join(out, "real_reps.csv")))
+
+
+def read_noise(path):
+    """{program: self_agreement} from a real_reps.csv (empty without one:
+    runs before it was written)."""
+    import csv
+    if not os.path.exists(path):
+        return {}
+    by = {}
+    for r in csv.DictReader(open(path)):
+        by.setdefault(r["program"], {}).setdefault(r["allocator"], []).append((int(r["rep"]), float(r["real_s"])))
+    return {c: self_agreement({a: [t for _, t in sorted(v)] for a, v in al.items()}) for c, al in by.items()}
 
 
 def programs(build, tmp, size):
@@ -173,7 +209,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="mmtrace-fidelity-")
     progs = programs(build, tmp, a.size)
     names = [c for c in (a.cases.split(",") if a.cases else progs) if c in progs]
-    rows = []
+    rows, real_reps = [], {}
     for c in names:
         cmd, env = progs[c]
         trace = os.path.join(tmp, f"{c}.mmtrace")
@@ -194,6 +230,7 @@ def main():
         pr = {n: v[1] for n, v in rep_.items()}
         tau = kendall_tau(rt, pt)
         rows.append((c, tau, rt, pt, rr, pr))
+        real_reps[c] = {n: v[0] for n, v in real.items()}
         print(f"{c}: tau {tau:+.2f}; real " + ", ".join(f"{n} {rt[n]:.3f}s/{rr[n]:.0f}M" for n in rt) +
               "; replay " + ", ".join(f"{n} {pt.get(n, 0):.3f}s/{pr.get(n, 0):.0f}M" for n in rt), file=sys.stderr)
     host = platform.node() or "host"
@@ -206,8 +243,14 @@ def main():
         for c, tau, rt, pt, rr, pr in rows:
             for n in alloc_names:
                 f.write(f"{c},{n},{rt[n]:.4f},{pt.get(n, 0):.4f},{rr[n]:.1f},{pr.get(n, 0):.1f}\n")
+    with open(os.path.join(out, "real_reps.csv"), "w") as f:
+        f.write("program,allocator,rep,real_s\n")
+        for c, by in real_reps.items():
+            for n in alloc_names:
+                for i, t in enumerate(by[n]):
+                    f.write(f"{c},{n},{i + 1},{t:.4f}\n")
     lines = write_report(out, rows, alloc_names, a.reps, a.size, f"{host} ({os.cpu_count()} CPUs)",
-                         datetime.date.today().isoformat())
+                         datetime.date.today().isoformat(), read_noise(os.path.join(out, "real_reps.csv")))
     print("\n".join(lines))
     shutil.rmtree(tmp, ignore_errors=True)
 
