@@ -17,7 +17,8 @@ program with a 32 MiB file mapped and read (memory that is no block, as a
 program's code and libraries are: the trace's memory record carries it to
 the replay, which counts it in place of the replayer's own code).  A
 buffer grown by realloc (live grow) replays with its real peak on glibc
-and on mmalloc, which grows it in place.
+and on mmalloc, which grows it in place.  Two threads that share nothing
+(live threads) replay without either waiting for the other's blocks.
 
 And a worker whose calls end long before the main thread's blocked wait
 for it does (SILENT: the rest of the wait is no thread's op) is replayed
@@ -132,6 +133,25 @@ def check_grow_rss(mmtrace, live, lib, work):
               f"{real_mib:.1f} MiB, replayed {replay_mib:.1f} MiB")
 
 
+def check_apart(mmtrace, live, lib, work):
+    """Two threads that share nothing (live threads 2 N) are replayed
+    without either waiting for a block of the other: a new block never
+    takes a slot another thread released moments before (it took the
+    oldest released slot of any thread, and the replays of two independent
+    threads waited for each other's frees)."""
+    trace = os.path.join(work, "apart.mmtrace")
+    r = run([mmtrace, "record", "-o", trace, "--", live, "threads", "2", "400000"])
+    if r.returncode != 0:
+        fail(f"record live threads: {r.stderr}")
+    r = run([mmtrace, "replay", trace, "--alloc", "glibc", "--alloc", lib, "--reps", "2"])
+    waits = re.findall(r"^rep \d+ +(\S+) .*  (\d+) waits for a block  \d+ threads  0 outcomes differ", r.stderr, re.M)
+    if r.returncode != 0 or len(waits) != 4:
+        fail(f"replay of live threads: status {r.returncode}: {r.stderr[-600:]}")
+    if any(int(n) for _, n in waits):
+        fail(f"two threads that share nothing waited for each other's blocks in the replay: {waits}")
+    print(f"ok: two threads that share nothing replay without waiting for each other ({len(waits)} runs)")
+
+
 def check_silent(mmtrace, silent, lib, work):
     trace = os.path.join(work, "silent.mmtrace")
     r = run([mmtrace, "record", "-o", trace, "--", silent])
@@ -166,6 +186,7 @@ def main():
         f.write(bytes(range(256)) * (32 << 12))
     check_live_rss(mmtrace, live, work, mapped)
     check_grow_rss(mmtrace, live, lib, work)
+    check_apart(mmtrace, live, lib, work)
     for mode in ("churn", "calls"):
         trace = os.path.join(work, f"{mode}.mmtrace")
         r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, f"{mode}.expect"), mode])

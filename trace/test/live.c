@@ -9,11 +9,16 @@
  * `live grow M` grows one buffer by realloc from 1 MiB to M MiB, a MiB at
  * a time, writing each new MiB (an allocator that grows it in place, as
  * mmalloc does past 1 MiB, must show the same peak in the replay).
+ * `live threads K N`: K threads that share nothing, each making N blocks
+ * in bursts of 64 and freeing each burst (its replay must not make one
+ * thread wait for another's frees).
  *
  *   live N [FILE]
  *   live grow M
+ *   live threads K N
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +39,35 @@ static int grow(long mib) {
   return 0;
 }
 
+static void *bursts(void *arg) {
+  long n = *(const long *)arg;
+  void *b[64];
+  for (long done = 0; done < n; done += 64) {
+    for (int i = 0; i < 64; i++) {
+      b[i] = malloc((size_t)(16 + 16 * (i % 8)));
+      if (!b[i]) abort();
+      memset(b[i], i, 16);
+    }
+    for (int i = 0; i < 64; i++) free(b[i]);
+  }
+  return NULL;
+}
+
+static int threads(long k, long n) {
+  pthread_t t[64];
+  if (k < 1 || k > 64 || n < 1) return 2;
+  for (long i = 0; i < k; i++)
+    if (pthread_create(&t[i], NULL, bursts, &n) != 0) return 1;
+  for (long i = 0; i < k; i++) pthread_join(t[i], NULL);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 2 && strcmp(argv[1], "grow") == 0) return atol(argv[2]) > 0 ? grow(atol(argv[2])) : 2;
+  if (argc > 3 && strcmp(argv[1], "threads") == 0) return threads(atol(argv[2]), atol(argv[3]));
   long n = argc > 1 ? atol(argv[1]) : 0;
   if (n <= 0) {
-    fprintf(stderr, "usage: live N [FILE] | live grow M\n");
+    fprintf(stderr, "usage: live N [FILE] | live grow M | live threads K N\n");
     return 2;
   }
   volatile unsigned char sum = 0;
