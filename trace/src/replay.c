@@ -21,7 +21,8 @@
  *    one program per trace thread (compact ops: op_encode) in a work directory,
  *    and gives every block a slot in a table of live blocks.  A slot is
  *    reused for a new block of the thread that freed it (that thread's
- *    later calls come after its free in its own program), so the table
+ *    later calls come after its free in its own program), or of any
+ *    thread once its release is well in the past (slot_new), so the table
  *    holds about the peak number of live blocks.  A free read before its
  *    block's allocation (another thread's chunk came first) is patched in
  *    place when the allocation is read.
