@@ -322,6 +322,21 @@ def plots(s, out):
     return made, None
 
 
+def memory_line(s):
+    """The traced run's resident memory (the trace's memory record) beside
+    the live set."""
+    m = s.get("memory")
+    if not m:
+        return ("- The trace does not say how much memory the run had resident (an older trace, or the "
+                "program was killed or exec'd).")
+    return (f"- The traced run's peak RSS was {human(m['peak_rss_bytes'])}, {human(m['file_bytes'])} of it code, "
+            "libraries and mapped files when it ended (the program's own, and about 0.5 MiB of the "
+            "recorder's); the rest is the heap (the blocks' touched pages and the allocator's free memory), "
+            "the program's other memory (stacks, its own mappings) and the recorder's buffers and its shadow "
+            "of the blocks (8 bytes per 16 bytes of heap), which a replay does not hold. The live set "
+            f"peaked at {human(s['peak_live_bytes'])} (a block's untouched pages are not resident).")
+
+
 def write_report(s, out, made, note):
     allocs = s["allocations"]
     calls = s["calls"]
@@ -337,6 +352,7 @@ def write_report(s, out, made, note):
              f"{bucket_label(quantile_bucket(s['size_count'], 0.99))}.",
              f"- Peak live set {human(s['peak_live_bytes'])} ({s['peak_ms']} ms in, per-millisecond resolution); "
              f"{s['live_at_end']} blocks still live at the end.",
+             memory_line(s),
              f"- {s['releases']} releases of traced blocks, {share(s['remote_releases'], s['releases']):.1f}% "
              f"by another thread; {s['null_frees']} frees of NULL; {s['unknown_releases']} of pointers the "
              "trace never saw.",

@@ -232,6 +232,12 @@ int mmt_cmd_stats(int argc, char **argv) {
   json_string(o, mmt_reader_header(r, "preload", 0));
   fprintf(o, ",\n  \"ending\": ");
   json_string(o, mmt_reader_ending(r));
+  uint64_t peak_kb, file_kb;
+  if (mmt_reader_memory(r, &peak_kb, &file_kb))
+    fprintf(o, ",\n  \"memory\": {\"peak_rss_bytes\": %" PRIu64 ", \"file_bytes\": %" PRIu64 "}", peak_kb << 10,
+            file_kb << 10);
+  else
+    fprintf(o, ",\n  \"memory\": null");
   fprintf(o, ",\n  \"bytes\": %" PRIu64 ",\n  \"events\": %" PRIu64 ",\n  \"duration_ns\": %" PRIu64 ",\n",
           mmt_reader_offset(r), n_events, s->end_ns);
   fprintf(o, "  \"calls\": {");

@@ -119,7 +119,10 @@ def main():
                     inplace += 1
                 else:
                     moved += 1
+    mem = re.search(r"; memory peak_kb=(\d+) file_kb=(\d+)$", d.stdout.rstrip("\n").splitlines()[-1])
     checks = {
+        "memory": ({"peak_rss_bytes": int(mem.group(1)) << 10, "file_bytes": int(mem.group(2)) << 10}
+                   if mem else None, s["memory"]),
         "calls": ({k: [v, failed.get(k, 0)] for k, v in calls.items()}, s["calls"]),
         "allocations": (len(sizes), s["allocations"]),
         "allocated_bytes": (sum(sizes), s["allocated_bytes"]),
