@@ -319,6 +319,25 @@ static void prog_patch(prep_t *p, uint64_t t, uint64_t off, uint32_t slot, uint3
   }
 }
 
+/* How far, in the trace's time, a replay thread may run ahead of the
+ * slowest other thread (checked every 64 calls). */
+#define LAG_NS 500000u
+/* A released slot is any thread's to reuse once its release lies
+ * SLOT_SETTLED_NS back in the trace's time; until then only its own
+ * thread's, which keeps the latest OWN_RING it released (slot_new). */
+#define SLOT_SETTLED_NS (4 * (uint64_t)LAG_NS)
+#define OWN_RING 4096
+
+/* The queue's entry f is stale: its slot was taken since (from a ring). */
+static bool fifo_stale(const prep_t *p, const freed_t *f) { return p->gen[f->slot] != f->gen; }
+
+static uint32_t fifo_pop(prep_t *p) {
+  uint32_t s = p->fifo[p->fifo_head].slot;
+  p->fifo_head = (p->fifo_head + 1) % p->fifo_cap;
+  p->fifo_n--;
+  return s;
+}
+
 /* Slots of released blocks wait for a new block.  Shared (cross): in one
  * queue, in the order their releases were read, each with the time of its
  * release, and in the releasing thread's ring of its latest ones.  A new
@@ -336,25 +355,11 @@ static void prog_patch(prep_t *p, uint64_t t, uint64_t off, uint32_t slot, uint3
  * where the program's did not (recycle's two independent threads, 13,000
  * to 25,000 waits a replay; a producer for the consumer that freed its
  * last blocks).  The table holds the live set and the blocks released in
- * the last SLOT_SETTLED_NS of the trace's time.  An entry whose slot was taken since by
- * way of the other list is stale (its generation moved on) and skipped.
+ * the last SLOT_SETTLED_NS of the trace's time.  An entry whose slot was
+ * taken since by way of the other list is stale (its generation moved on)
+ * and skipped.
  * Not shared (a trace whose clock cannot be trusted): each thread reuses
  * only the slots it freed itself, which its own program orders. */
-/* How far, in the trace's time, a replay thread may run ahead of the
- * slowest other thread (checked every 64 calls). */
-#define LAG_NS 500000u
-#define OWN_RING 4096
-#define SLOT_SETTLED_NS (4 * (uint64_t)LAG_NS)
-
-static bool fifo_stale(const prep_t *p, const freed_t *f) { return p->gen[f->slot] != f->gen; }
-
-static uint32_t fifo_pop(prep_t *p) {
-  uint32_t s = p->fifo[p->fifo_head].slot;
-  p->fifo_head = (p->fifo_head + 1) % p->fifo_cap;
-  p->fifo_n--;
-  return s;
-}
-
 static uint32_t slot_new(prep_t *p, uint64_t t, uint64_t at) {
   pthread_prog_t *th = &p->th[t];
   if (p->cross) {
@@ -932,7 +937,7 @@ static void exec_op(const rop_t *o) {
     if (o->slot != NO_SLOT) done_gen(o->slot, o->gen, NULL);
     wait_gen(o->slot2, o->gen2);
     if (q && q != p) touch(q, bytes);
-    else if (q && !refused && bytes > had) touch((char *)q + had, bytes - had);   /* grown in place: the program writes the new part */
+    else if (q && !refused && bytes > had) touch((char *)q + had, bytes - had);   /* grown in place: its new part */
     done_gen(o->slot2, o->gen2, q);
     return;
   }
@@ -962,7 +967,6 @@ static void exec_op(const rop_t *o) {
  * two calls was most likely blocked (a join, a lock, I/O), and spinning
  * for it would take a CPU from the threads that were working. */
 #define SLEEP_NS 200000.0
-
 
 /* CPU work of a given length, against the clock (a loop calibrated once
  * runs at half speed when the other hardware thread of the core is busy). */
