@@ -159,8 +159,28 @@ static inline uint64_t op_varint(const unsigned char **p, const unsigned char *e
   return v;
 }
 
-/* Decodes one op from [p, end); its length, or 0 if it is cut there. */
-static size_t op_decode(const unsigned char *p, const unsigned char *end, rop_t *o, uint64_t prev_at) {
+/* One varint of an op with at least MMT_VARINT_MAX bytes after it (no
+ * bounds to check); one and two bytes (most of them) without the loop. */
+static inline uint64_t op_varint_room(const unsigned char **p, bool *ok) {
+  const unsigned char *q = *p;
+  if (q[0] < 0x80) {
+    *p = q + 1;
+    return q[0];
+  }
+  if (q[1] < 0x80) {
+    *p = q + 2;
+    return (uint64_t)(q[0] & 0x7f) | (uint64_t)q[1] << 7;
+  }
+  uint64_t v = 0;
+  if (mmt_get_varint(p, q + MMT_VARINT_MAX, &v) <= 0) *ok = false;
+  return v;
+}
+
+/* Decodes one op from [p, end); its length, or 0 if it is cut there.
+ * room: at least OP_MAX bytes from p (every op but the last few of a
+ * program), so no varint needs its bounds checked. */
+static inline __attribute__((always_inline)) size_t op_decode_in(const unsigned char *p, const unsigned char *end,
+                                                                 rop_t *o, uint64_t prev_at, bool room) {
   const unsigned char *start = p;
   if (end - p < OP_PATCH_AT + 8) return 0;
   o->op = p[0];
@@ -172,17 +192,23 @@ static size_t op_decode(const unsigned char *p, const unsigned char *end, rop_t 
   memcpy(&o->gen, p + 6, 4);
   p += OP_PATCH_AT + 8;
   bool ok = true;
+#define OPV() (room ? op_varint_room(&p, &ok) : op_varint(&p, end, &ok))
   o->slot2 = NO_SLOT;
   if (flags & E_SLOT2) {
-    o->slot2 = (uint32_t)op_varint(&p, end, &ok);
-    o->gen2 = (uint32_t)op_varint(&p, end, &ok);
+    o->slot2 = (uint32_t)OPV();
+    o->gen2 = (uint32_t)OPV();
   }
-  o->size = op_varint(&p, end, &ok);
-  o->arg = op_varint(&p, end, &ok);
-  o->dt_ns = op_varint(&p, end, &ok);
-  o->at_ns = prev_at + (uint64_t)mmt_unzigzag(op_varint(&p, end, &ok));
-  o->gap_cpu_us = flags & E_CPU ? (uint32_t)op_varint(&p, end, &ok) : NO_CPU;
+  o->size = OPV();
+  o->arg = OPV();
+  o->dt_ns = OPV();
+  o->at_ns = prev_at + (uint64_t)mmt_unzigzag(OPV());
+  o->gap_cpu_us = flags & E_CPU ? (uint32_t)OPV() : NO_CPU;
+#undef OPV
   return ok ? (size_t)(p - start) : 0;
+}
+
+static size_t op_decode(const unsigned char *p, const unsigned char *end, rop_t *o, uint64_t prev_at) {
+  return end - p >= OP_MAX ? op_decode_in(p, end, o, prev_at, true) : op_decode_in(p, end, o, prev_at, false);
 }
 
 /* ---- prepare ------------------------------------------------------------- */
@@ -805,14 +831,21 @@ static uint64_t mono(void) {
 }
 
 /* Waits until slot s has generation gen; its block's address. */
-static void *wait_gen(rslot_t s, uint32_t gen) {
+static __attribute__((noinline)) void *wait_gen_slow(uint64_t s, uint32_t gen) {
   backoff_t b = {0, 0};
-  s += slot_base;
   while (atomic_load_explicit(&slot_gen[s], memory_order_acquire) != gen) {
     if (b.n == 63) atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
     backoff(&b);
   }
   return slot_ptr[s];
+}
+
+/* Most slots are ready when their op comes (a block of the thread's own):
+ * that test inline, the wait out of line. */
+static inline void *wait_gen(rslot_t s, uint32_t gen) {
+  uint64_t i = s + slot_base;
+  if (__builtin_expect(atomic_load_explicit(&slot_gen[i], memory_order_acquire) == gen, 1)) return slot_ptr[i];
+  return wait_gen_slow(i, gen);
 }
 /* The op of generation gen on slot s is done; the slot holds p. */
 static void done_gen(rslot_t s, uint32_t gen, void *p) {
