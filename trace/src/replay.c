@@ -364,6 +364,12 @@ static uint32_t fifo_pop(prep_t *p) {
   return s;
 }
 
+/* Drops the stale entries at the queue's head: its oldest is then a slot
+ * still free, or there is none. */
+static void fifo_trim(prep_t *p) {
+  while (p->fifo_n && fifo_stale(p, &p->fifo[p->fifo_head])) fifo_pop(p);
+}
+
 /* Slots of released blocks wait for a new block.  Shared (cross): in one
  * queue, in the order their releases were read, each with the time of its
  * release, and in the releasing thread's ring of its latest ones.  A new
@@ -389,7 +395,7 @@ static uint32_t fifo_pop(prep_t *p) {
 static uint32_t slot_new(prep_t *p, uint64_t t, uint64_t at) {
   pthread_prog_t *th = &p->th[t];
   if (p->cross) {
-    while (p->fifo_n && fifo_stale(p, &p->fifo[p->fifo_head])) fifo_pop(p);
+    fifo_trim(p);
     if (p->fifo_n && p->fifo[p->fifo_head].at + SLOT_SETTLED_NS < at) return fifo_pop(p);
     while (th->nfree) {
       th->nfree--;
@@ -415,7 +421,7 @@ static void slot_free(prep_t *p, uint64_t t, uint32_t s, uint64_t at) {
     if (!th->free_slots && !(th->free_slots = malloc(OWN_RING * sizeof *th->free_slots))) mmt_oom();
     th->free_slots[th->ftop++ % OWN_RING] = (uint64_t)p->gen[s] << 32 | s;
     if (th->nfree < OWN_RING) th->nfree++;
-    while (p->fifo_n && fifo_stale(p, &p->fifo[p->fifo_head])) fifo_pop(p);
+    fifo_trim(p);
     if (p->fifo_n == p->fifo_cap) {
       size_t cap = p->fifo_cap ? p->fifo_cap * 2 : 4096;
       freed_t *q = malloc(cap * sizeof *q);
@@ -950,6 +956,7 @@ static void exec_op(const rop_t *o) {
     if (o->op == MMT_REALLOCARRAY && __builtin_mul_overflow(o->arg, o->size, &bytes)) bytes = SIZE_MAX;
     size_t had = p && own_usable ? malloc_usable_size(p) : SIZE_MAX;
     void *q = o->op == MMT_REALLOC ? realloc(p, o->size) : realloc_array(p, o->arg, o->size);
+    bool in_place = q && q == p;
     if (o->slot2 == NO_SLOT) {                 /* the trace's call returned no block */
       if (q) {                                 /* realloc(p, 0) that gave a block here, or a failure that did not fail */
         if (bytes) atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
@@ -958,7 +965,6 @@ static void exec_op(const rop_t *o) {
       if (o->slot != NO_SLOT) done_gen(o->slot, o->gen, NULL);
       return;
     }
-    bool refused = !q;
     if (!q) {                                  /* refused here: p lives on (a size of 0 freed it) */
       if (bytes && !failed) atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
       if (bytes) q = p;
@@ -970,7 +976,7 @@ static void exec_op(const rop_t *o) {
     if (o->slot != NO_SLOT) done_gen(o->slot, o->gen, NULL);
     wait_gen(o->slot2, o->gen2);
     if (q && q != p) touch(q, bytes);
-    else if (q && !refused && bytes > had) touch((char *)q + had, bytes - had);   /* grown in place: its new part */
+    else if (in_place && bytes > had) touch((char *)q + had, bytes - had);   /* grown in place: its new part */
     done_gen(o->slot2, o->gen2, q);
     return;
   }
