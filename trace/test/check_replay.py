@@ -61,6 +61,24 @@ def replay(mmtrace, trace, lib, extra=(), threads=None):
     return {n: float(t) for n, t in rows if n != "allocator"}
 
 
+def real_peak_kb(args, preload=None, reps=3):
+    """The median peak RSS (KiB) of `reps` real runs of args, run with the
+    library preload preloaded (None: the C library's malloc)."""
+    peaks = []
+    for _ in range(reps):
+        pid = os.fork()
+        if pid == 0:
+            os.environ.pop("LD_PRELOAD", None)
+            if preload:
+                os.environ["LD_PRELOAD"] = preload
+            os.execv(args[0], args)
+        _, status, ru = os.wait4(pid, 0)
+        if status != 0:
+            fail(f"{' '.join(args)} ({preload or 'glibc'}): status {status}")
+        peaks.append(ru.ru_maxrss)
+    return sorted(peaks)[len(peaks) // 2]
+
+
 def check_live_rss(mmtrace, live, work, mapped=None):
     n = "300000"
     args = [n] + ([mapped] if mapped else [])
@@ -68,22 +86,12 @@ def check_live_rss(mmtrace, live, work, mapped=None):
     r = run([mmtrace, "record", "-o", trace, "--", live] + args)
     if r.returncode != 0:
         fail(f"record live: {r.stderr}")
-    real = []
-    for _ in range(3):
-        pid = os.fork()
-        if pid == 0:
-            os.environ.pop("LD_PRELOAD", None)
-            os.execv(live, [live] + args)
-        _, status, ru = os.wait4(pid, 0)
-        if status != 0:
-            fail(f"live {n}: status {status}")
-        real.append(ru.ru_maxrss)
+    real_mib = real_peak_kb([live] + args) / 1024
     r = run([mmtrace, "replay", trace, "--alloc", "glibc", "--reps", "3"])
     m = re.search(r"^\| glibc \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+) \|", r.stdout, re.M)
     own = re.findall(r"the replayer's tables, (\d+) KiB, not counted", r.stderr)
     if r.returncode != 0 or not m or len(own) != 3:
         fail(f"replay of live: status {r.returncode}: {r.stdout[-400:]} {r.stderr[-400:]}")
-    real_mib = sorted(real)[1] / 1024
     replay_mib = float(m.group(1))
     if min(int(k) for k in own) < 300000 * 12 / 1024 * 0.9:
         fail(f"the replayer's tables of 300,000 blocks were counted as {own} KiB")
@@ -105,19 +113,7 @@ def check_grow_rss(mmtrace, live, lib, work):
     r = run([mmtrace, "record", "-o", trace, "--"] + args)
     if r.returncode != 0:
         fail(f"record live grow: {r.stderr}")
-    real = {"glibc": [], lib: []}
-    for _ in range(3):
-        for name in real:
-            pid = os.fork()
-            if pid == 0:
-                os.environ.pop("LD_PRELOAD", None)
-                if name != "glibc":
-                    os.environ["LD_PRELOAD"] = name
-                os.execv(live, args)
-            _, status, ru = os.wait4(pid, 0)
-            if status != 0:
-                fail(f"live grow on {name}: status {status}")
-            real[name].append(ru.ru_maxrss)
+    real = {"glibc": real_peak_kb(args), lib: real_peak_kb(args, lib)}
     r = run([mmtrace, "replay", trace, "--alloc", "glibc", "--alloc", lib, "--reps", "3"])
     if r.returncode != 0:
         fail(f"replay of live grow: status {r.returncode}: {r.stderr[-400:]}")
@@ -125,7 +121,7 @@ def check_grow_rss(mmtrace, live, lib, work):
         m = re.search(r"^\| " + re.escape(name) + r" \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+) \|", r.stdout, re.M)
         if not m:
             fail(f"replay of live grow: no row for {name}: {r.stdout[-400:]}")
-        real_mib, replay_mib = sorted(real[name])[1] / 1024, float(m.group(1))
+        real_mib, replay_mib = real[name] / 1024, float(m.group(1))
         if abs(replay_mib - real_mib) > 0.15 * real_mib + 0.5:
             fail(f"a buffer grown to 48 MiB on {os.path.basename(name)}: replayed peak RSS {replay_mib:.1f} MiB, "
                  f"real {real_mib:.1f} MiB")
