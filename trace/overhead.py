@@ -50,13 +50,27 @@ ts = [threading.Thread(target=work, args=(s,)) for s in range(2)]
 '''
 
 
+def python_binary():
+    """The interpreter itself, as it names itself (sys.executable): the
+    python3.11 on PATH may be a wrapper script (pyenv's shims are bash
+    scripts that run several programs before the interpreter), which would
+    be timed and traced with it."""
+    for py in (shutil.which("python3.11"), shutil.which("python3"), "/usr/bin/python3"):
+        if not py:
+            continue
+        r = subprocess.run([py, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True)
+        exe = r.stdout.strip()
+        if r.returncode == 0 and exe and os.access(exe, os.X_OK):
+            return os.path.realpath(exe)
+    raise SystemExit("overhead: no python3 interpreter found")
+
+
 def python_case(tmp):
     """The CPython program (PY_SCRIPT in tmp): (command, environment)."""
-    py = shutil.which("python3.11") or "/usr/bin/python3"
     script = os.path.join(tmp, "dicts.py")
     with open(script, "w") as f:
         f.write(PY_SCRIPT)
-    return [os.path.realpath(py), script], {"PYTHONMALLOC": "malloc"}
+    return [python_binary(), script], {"PYTHONMALLOC": "malloc"}
 
 
 def bwa_case(size, who):
@@ -177,7 +191,8 @@ def main():
              f"{datetime.date.today().isoformat()}. Median wall time of {a.reps} runs, modes alternating; "
              "ratio: of the medians, to the untraced run's; paired: the median over the repetitions of each "
              "run's time over the untraced run's in the same repetition (which cancels the machine's slower "
-             "and faster stretches); trace bytes per recorded call.", "",
+             "and faster stretches); trace bytes per recorded call."
+             + (f" The python case runs `{all_cases['python'][0][0]}`." if "python" in names else ""), "",
              "| case | untraced s | mmtrace s | ratio | paired | " + "".join(f"{m} s | ratio | paired | " for m in others)
              + "calls | bytes/call |",
              "|---|---|---|---|---|" + "---|---|---|" * len(others) + "---|---|"]
