@@ -176,14 +176,25 @@ static void remove_old(const char *path, void *arg) {
   (void)arg;
   if (unlink(path) != 0) fprintf(stderr, "mmtrace: cannot remove the old trace %s: %s\n", path, strerror(errno));
 }
-/* The files a recording wrote: the first few named, then a count. */
-typedef struct { int files; long long bytes; } written_t;
+/* The files a recording wrote: the first few named, then a count, and the
+ * largest (the image that made the most calls: when the command was a
+ * wrapper, a shell script or `env`, the program it ran, not the first
+ * file). */
+typedef struct {
+  int files;
+  long long bytes, largest_bytes;
+  char largest[2 * PATH_MAX + 32];
+} written_t;
 static void say_written(const char *path, void *arg) {
   written_t *w = arg;
   struct stat st;
   if (stat(path, &st) != 0) return;
   if (++w->files <= 8) fprintf(stderr, "mmtrace: wrote %s (%lld bytes)\n", path, (long long)st.st_size);
   w->bytes += st.st_size;
+  if (st.st_size > w->largest_bytes) {
+    w->largest_bytes = st.st_size;
+    snprintf(w->largest, sizeof w->largest, "%s", path);
+  }
 }
 
 static int cmd_record(int argc, char **argv) {
@@ -237,11 +248,14 @@ static int cmd_record(int argc, char **argv) {
   int status;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) { perror("mmtrace: waitpid"); return 2; }
-  written_t w = {0, 0};
+  written_t w = {0, 0, -1, ""};
   for_trace_files(outabs, say_written, &w);
   if (w.files > 8)
     fprintf(stderr, "mmtrace: ... %d trace files in all, %lld bytes (one per process image: %s and %s.<pid>...)\n",
             w.files, w.bytes, outabs, outabs);
+  if (w.files > 1)
+    fprintf(stderr, "mmtrace: the largest is %s (%lld bytes): the image that made the most calls\n", w.largest,
+            w.largest_bytes);
   if (!w.files) fprintf(stderr, "mmtrace: %s made no allocation call: no trace written\n", argv[i]);
   if (WIFSIGNALED(status)) {
     fprintf(stderr, "mmtrace: %s was killed by signal %d\n", argv[i], WTERMSIG(status));

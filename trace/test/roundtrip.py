@@ -33,13 +33,16 @@ def fail(msg):
     sys.exit(1)
 
 
-def record(mmtrace, calls, work, mode, status=0):
+def record(mmtrace, calls, work, mode, status=0, messages=None):
     """Records `calls EXPECT mode` into WORK/MODE.mmtrace; the trace's path,
-    after checking record's exit status (the program's)."""
+    after checking record's exit status (the program's).  messages: a list
+    that gets record's standard error lines."""
     trace = os.path.join(work, f"{mode}.mmtrace")
     r = run([mmtrace, "record", "-o", trace, "--", calls, os.path.join(work, f"{mode}.expect"), mode])
     if r.returncode != status:
         fail(f"record {mode}: status {r.returncode}, not {status}: {r.stderr}")
+    if messages is not None:
+        messages.extend(r.stderr.splitlines())
     return trace
 
 
@@ -213,11 +216,31 @@ def check_fork(mmtrace, calls, work):
 
 
 def check_exec(mmtrace, calls, work):
-    trace = record(mmtrace, calls, work, "exec")
+    said = []
+    trace = record(mmtrace, calls, work, "exec", messages=said)
     first = dump(mmtrace, trace)
     others = [f for f in os.listdir(work) if f.startswith("exec.mmtrace.")]
     if len(others) != 1:
         fail(f"the exec'd image wrote {len(others)} files, not 1: {others}")
+    # record names the largest file (a wrapper's program is rarely the first image)
+    sizes = {p: os.path.getsize(p) for p in (trace, os.path.join(work, others[0]))}
+    named = [m for m in said if m.startswith("mmtrace: the largest is ")]
+    if len(named) != 1:
+        fail(f"record did not name the largest of its two files once: {said}")
+    path = named[0][len("mmtrace: the largest is "):].split(" (")[0]
+    if os.path.realpath(path) not in {os.path.realpath(p) for p in sizes} or \
+            os.path.getsize(path) != max(sizes.values()) or f"({max(sizes.values())} bytes)" not in named[0]:
+        fail(f"record named {named[0]!r} as the largest; the sizes are {sizes}")
+    # a wrapper: the shell's own file comes first, the program's is the largest by far
+    wrap = os.path.join(work, "wrap.mmtrace")
+    r = run([mmtrace, "record", "-o", wrap, "--", "/bin/sh", "-c",
+             f"'{calls}' '{os.path.join(work, 'wrap.expect')}' calls; exit 0"])
+    files = [os.path.join(work, f) for f in os.listdir(work) if f.startswith("wrap.mmtrace")]
+    biggest = max(files, key=os.path.getsize)
+    if r.returncode != 0 or len(files) < 2 or biggest == wrap:
+        fail(f"record of a shell running the program: status {r.returncode}, files {files}: {r.stderr}")
+    if f"mmtrace: the largest is {biggest} ({os.path.getsize(biggest)} bytes)" not in r.stderr:
+        fail(f"record of a shell did not name {biggest} as the largest: {r.stderr}")
     second = dump(mmtrace, os.path.join(work, others[0]))
     if "1 exec" not in first.splitlines()[-1]:
         fail("the first image's trace has no exec record")
