@@ -40,7 +40,7 @@
                                           memory_order_acquire)
 
 /* A plain load of an atomic field that only the calling thread writes (a
- * page's xlimit, read by its owner): no other thread can change it during
+ * page's xcarved, read by its owner): no other thread can change it during
  * the read, so it needs no atomicity, and unlike an atomic load the
  * compiler may fold it into the instruction that uses it (one instruction
  * less on the free fast path). */

@@ -51,7 +51,7 @@ extent_t *thread_heap_lookup(const void *p, const char *call) {
     uint64_t off = a - e->page_start;
     if (!page_offset_at_block(e, off))
       thread_heap_bad_pointer(call, p, "invalid pointer (inside a block)");
-    if (!page_offset_carved(e, off)) /* any thread may ask */
+    if (!page_offset_is_block(e, off)) /* at a boundary, so: not carved */
       thread_heap_bad_pointer(call, p, "invalid pointer (never allocated)");
     return e;
   }

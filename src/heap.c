@@ -254,7 +254,7 @@ void heap_free(struct mm_heap_s *pub, void *p) {
     pool_t *pl = (pool_t *)(w & ~MM_OWNER_POOL);
     uint64_t off = a - e->page_start;
     if ((w & MM_OWNER_POOL) && (void *)e->local_free == (void *)h && pl != &h->large &&
-        page_offset_carved(e, off) && page_offset_at_block(e, off)) {
+        pool_offset_carved(e, off) && page_offset_at_block(e, off)) {
       uintptr_t *o = p;
       mm_pool_cache_t *c = &pl->pub.cache[mm_pool_thread_];
       if (likely(o[1] != (a ^ pl->pub.key) && c->count < c->limit)) {

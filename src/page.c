@@ -98,7 +98,7 @@ void page_init(extent_t *page, unsigned cls) {
   page->local_free = NULL;
   page->used = 0;
   page->reserved = 0;
-  atomic_store_relaxed(&page->xlimit, 0);
+  atomic_store_relaxed(&page->xcarved, 0);
   page->block_size = sc->size;
   page->capacity = sc->capacity;
   page->magic = sc->magic;
@@ -204,7 +204,7 @@ static void page_extend(extent_t *page) {
     page->flags |= MM_EXTENT_FRESH;
   }
   page->reserved += n;
-  atomic_store_relaxed(&page->xlimit, (uint64_t)page->reserved * size);
+  atomic_store_relaxed(&page->xcarved, (uint64_t)page->reserved * page_step(page));
 }
 
 /* Give an empty free list new blocks: first those the owner freed, then
@@ -257,7 +257,8 @@ bool page_is_valid(const extent_t *page, char *why, size_t why_size) {
   if (page->page_start != page->node.start ||
       (size_t)page->capacity * page->block_size > (page->node.ndatablocks << MM_DATABLOCK_SHIFT) ||
       page->reserved > page->capacity ||
-      atomic_load_relaxed(&page->xlimit) != (uint64_t)page->reserved * page->block_size) {
+      page->magic != mm_size_classes[page->size_class].magic || page_step(page) == 0 ||
+      atomic_load_relaxed(&page->xcarved) != (uint64_t)page->reserved * page_step(page)) {
     os_format(why, why_size, "page %p: geometry inconsistent", (void *)page->page_start);
     return false;
   }

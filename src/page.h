@@ -15,7 +15,7 @@
  *   free and local_free are disjoint lists of distinct carved blocks of the
  *   page, each at a block boundary, each carrying its canary;
  *   used + |free| + |local_free| == reserved <= capacity;
- *   xlimit == reserved * block_size;
+ *   xcarved == reserved * step (step: page_step, below);
  *   blocks in remote batches and inboxes (remote.c) count as used.
  */
 #ifndef MM_PAGE_H
@@ -250,17 +250,29 @@ MM_INLINE bool page_owner_is(const extent_t *page, uintptr_t tid, bool full) {
 }
 
 /* ---- block boundaries ----------------------------------------------------------
- * off = address - page_start.  Carved: below xlimit (any thread may ask:
- * relaxed).  At a block boundary: a multiple of block_size (Lemire, Kaser
- * and Kurz's divisibility test: one multiply and one compare, exact for
- * off < 2^32). */
-MM_INLINE bool page_offset_carved(const extent_t *page, uint64_t off) {
-  return off < atomic_load_relaxed(&page->xlimit);
+ * off = address - page_start (below 2^32).  off * magic mod 2^64 is k * step
+ * for the start of block k and at least magic for every other offset
+ * (Lemire, Kaser and Kurz's divisibility test, with the magic of
+ * size_class.c, whose step is never 0), and xcarved == reserved * step <
+ * magic, so one multiply and one compare tell "the start of a carved
+ * block"; page_offset_at_block, the compare with magic, tells only "a block
+ * boundary" (carved or not: the slow path's diagnosis). */
+MM_INLINE uint64_t page_step(const extent_t *page) { return page->magic * page->block_size; }
+/* Any thread may ask (relaxed).  off must be below 2^32: an address the
+ * slot and extent maps placed in this page (its offset is below the
+ * page's size). */
+MM_INLINE bool page_offset_is_block(const extent_t *page, uint64_t off) {
+  return off * page->magic < atomic_load_relaxed(&page->xcarved);
 }
-/* The same for the page's owner, which alone writes xlimit while it owns
+/* The same for an offset from anywhere (a link read from a block, which
+ * may be damaged): anything from 2^32 up is refused first. */
+MM_INLINE bool page_offset_is_block_any(const extent_t *page, uint64_t off) {
+  return (off >> 32) == 0 && page_offset_is_block(page, off);
+}
+/* The same for the page's owner, which alone writes xcarved while it owns
  * the page: a plain load (atomic_load_own), one instruction less. */
-MM_INLINE bool page_offset_carved_own(const extent_t *page, uint64_t off) {
-  return off < atomic_load_own(&page->xlimit);
+MM_INLINE bool page_offset_is_block_own(const extent_t *page, uint64_t off) {
+  return off * page->magic < atomic_load_own(&page->xcarved);
 }
 MM_INLINE bool page_offset_at_block(const extent_t *page, uint64_t off) {
   return off * page->magic < page->magic;
@@ -287,8 +299,8 @@ MM_COLD __attribute__((noreturn)) void page_written_after_free(const block_t *b,
  * write after free aborts with the block's address and the byte. */
 MM_INLINE void page_check_free_head(const extent_t *page, const block_t *b, const block_t *next) {
   if (b->canary != block_canary_of(b)) page_written_after_free(b, 8);
-  uint64_t off = (uintptr_t)next - page->page_start; /* the owner pops: its own xlimit */
-  if (next && (!page_offset_carved_own(page, off) || !page_offset_at_block(page, off)))
+  uint64_t off = (uintptr_t)next - page->page_start; /* the owner pops: its own xcarved */
+  if (next && ((off >> 32) != 0 || !page_offset_is_block_own(page, off)))
     page_written_after_free(b, 0);
   if (!(page->flags & MM_EXTENT_FRESH)) {
     size_t at = block_body_changed(b, page->block_size);

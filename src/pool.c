@@ -247,7 +247,7 @@ static void check_unwritten(const pool_t *pl, const uintptr_t *o) {
   extent_t *e = pool_block_at(o);
   uint64_t off = e ? (uintptr_t)o - e->page_start : 0;
   if (!e || pool_of_block(e) != &pl->pub || !page_offset_at_block(e, off) ||
-      !page_offset_carved(e, off))
+      !pool_offset_carved(e, off))
     pool_fail(call, pl, "free list overwritten (a freed object's link written after the free):", o);
   if (o[1] != ((uintptr_t)o ^ pl->pub.key))
     os_fatal("mmalloc: %s(): %s \"%s\": object %p was written after it was freed (byte 8 "
@@ -533,7 +533,7 @@ void pool_check_free(const pool_t *pl, const void *p, const char *call) {
   }
   uint64_t off = (uintptr_t)p - e->page_start;
   if (!page_offset_at_block(e, off)) pool_fail(call, pl, "invalid pointer (inside an object)", p);
-  if (!page_offset_carved(e, off)) pool_fail(call, pl, "invalid pointer (never allocated)", p);
+  if (!pool_offset_carved(e, off)) pool_fail(call, pl, "invalid pointer (never allocated)", p);
   if (((const uintptr_t *)p)[1] == ((uintptr_t)p ^ pl->pub.key))
     pool_fail(call, pl, "double free of", p);
 }
@@ -619,7 +619,7 @@ static bool chain_is_valid(pool_t *pl, const uintptr_t *head, uint64_t want, con
     extent_t *e = pool_block_at(o);
     uint64_t off = e ? (uintptr_t)o - e->page_start : 0;
     if (!e || pool_of_block(e) != &pl->pub || !page_offset_at_block(e, off) ||
-        !page_offset_carved(e, off) || o[1] != ((uintptr_t)o ^ pl->pub.key)) {
+        !pool_offset_carved(e, off) || o[1] != ((uintptr_t)o ^ pl->pub.key)) {
       os_format(why, why_size, "pool \"%s\": %s %u holds %p, not a free object of the pool",
                 pl->name, what, i, (const void *)o);
       return false;

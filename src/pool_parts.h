@@ -39,6 +39,14 @@ typedef struct pool_s {
   char name[32];
 } pool_t;
 
+/* off = address - the block's page_start: below the bytes carved from a
+ * pool block so far (xlimit; any thread may ask, relaxed).  A pool block
+ * keeps bytes there, not a page's xcarved: the inline calls of mmalloc.h
+ * read it so. */
+MM_INLINE bool pool_offset_carved(const extent_t *e, uint64_t off) {
+  return off < atomic_load_relaxed(&e->xlimit);
+}
+
 #define CACHE_OFFSET (((sizeof(pool_t) + MM_CACHE_LINE - 1) / MM_CACHE_LINE) * MM_CACHE_LINE)
 #define POOL_BYTES (CACHE_OFFSET + MM_POOL_THREADS * sizeof(mm_pool_cache_t))
 

@@ -43,7 +43,7 @@ typedef enum extent_kind_e {
  * Who touches what:
  *   line 0, PAGE:   free, local_free, used: the owner thread (or a thread
  *                   holding the owner's slow-path lock, taking over its
- *                   full pages); xlimit: written by the owner, read by any
+ *                   full pages); xcarved: written by the owner, read by any
  *                   thread (relaxed); xowner, xowner_tid: any thread reads
  *                   (relaxed); written only through page.h's ownership
  *                   calls, by the owner, under the home heap's lock
@@ -64,7 +64,7 @@ typedef enum extent_kind_e {
  *                   links: home heap's lock.
  *
  * Page invariant (page.h): used + |free| + |local_free| == reserved <=
- * capacity and xlimit == reserved * block_size; blocks in other threads'
+ * capacity and xcarved == reserved * step (page.h); blocks in other threads'
  * outgoing batches or in the owner's inbox still count as used.
  */
 typedef struct extent_s {
@@ -73,7 +73,10 @@ typedef struct extent_s {
   struct block_s *local_free;    /* blocks the owner freed since the last refill */
   _Atomic(uintptr_t) xowner_tid; /* the owner's id | tags (page.h), or 0 */
   uintptr_t page_start;          /* == node.start, kept on this line for free() */
-  _Atomic(uint64_t) xlimit;      /* bytes carved so far, from page_start */
+  union {
+    _Atomic(uint64_t) xcarved;   /* PAGE: reserved * step, the bound of page_offset_is_block */
+    _Atomic(uint64_t) xlimit;    /* POOL: bytes carved so far, from page_start */
+  };
   uint64_t magic;                /* ceil(2^64 / block_size): divisibility test */
   uint32_t used;                 /* blocks handed out and not freed back */
   uint32_t block_size;
@@ -236,12 +239,15 @@ MM_INLINE unsigned slot_table_entry(uintptr_t a) {
   return atomic_load_relaxed(&mm_xslot_table[i]);
 }
 /* The base of the heap slot holding a, or 0: the free fast path's test and
- * lookup in one load.  The index is masked, not bounds-checked: an address
- * at or above 2^MM_ADDRESS_BITS reads the entry of the slot it aliases, and
- * the caller must then reject it by its offset from the page found there
- * (the fast path's carved test compares the full 64-bit offset). */
+ * lookup in one load.  The index is bounds-checked, so that every address
+ * the fast path goes on with lies in the slot it names and its offset from
+ * the page found there is below the page's size: page_offset_is_block's
+ * single compare is exact only for offsets below 2^32 (an address at or
+ * above 2^MM_ADDRESS_BITS would otherwise alias a real slot). */
 MM_INLINE uintptr_t slot_heap_base(uintptr_t a) {
-  return atomic_load_relaxed(&mm_xslot_base[(a >> MM_SLOT_SHIFT) & (MM_SLOT_TABLE_SIZE - 1)]);
+  uintptr_t i = a >> MM_SLOT_SHIFT;
+  if (unlikely(i >= MM_SLOT_TABLE_SIZE)) return 0;
+  return atomic_load_relaxed(&mm_xslot_base[i]);
 }
 /* The extent the extent map names for address a of a slot (the slot
  * header's zero prefix when it names none).  Exact for pages; see region.c. */

@@ -321,8 +321,8 @@ static MM_NOINLINE void free_other_checked(void *p, extent_t *page, const char *
   thread_heap_t *owner = page_owner(page);
   uint64_t off = (uintptr_t)p - page->page_start;
   block_t *b = p;
-  if (owner && th != &mm_heap_empty && !mm_vg_rz && page_offset_carved(page, off) &&
-      page_offset_at_block(page, off) && !block_is_free(b) &&
+  if (owner && th != &mm_heap_empty && !mm_vg_rz && page_offset_is_block(page, off) &&
+      !block_is_free(b) &&
       (owner != th || page_owner_is(page, th->tid, false))) { /* ours: not full, not taken */
     block_on_free(page, b);
     if (owner != th) {
@@ -357,8 +357,8 @@ void thread_heap_free_other(void *p, extent_t *page, const char *call) {
     free_other_checked(p, page, call);
     return;
   }
-  if (likely(owner && owner != th && th != &mm_heap_empty && page_offset_carved(page, off) &&
-             page_offset_at_block(page, off) && b->canary != canary)) {
+  if (likely(owner && owner != th && th != &mm_heap_empty && page_offset_is_block(page, off) &&
+             b->canary != canary)) {
     b->canary = canary;
     send_remote(th, owner, b);
     return;
@@ -402,8 +402,7 @@ static bool in_flight_ok(const block_t *b) {
   if (slot_table_entry(a) != MM_SLOT_HEAP) return false;
   const extent_t *page = page_of_block(b);
   uint64_t off = a - page->page_start;
-  return page->kind == MM_EXTENT_PAGE && page_offset_carved(page, off) &&
-         page_offset_at_block(page, off) && block_is_free(b);
+  return page->kind == MM_EXTENT_PAGE && page_offset_is_block_any(page, off) && block_is_free(b);
 }
 
 bool remote_is_valid(thread_heap_t *th, char *why, size_t why_size) {

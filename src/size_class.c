@@ -14,7 +14,13 @@
  *   sizes are multiples of 16, strictly increasing;
  *   capacity * size <= ndatablocks * MM_DATABLOCK_SIZE;
  *   for every offset o < 2^32: (o * magic mod 2^64) < magic iff size divides
- *   o (Lemire, Kaser and Kurz's divisibility test; magic = ceil(2^64/size)).
+ *   o (Lemire, Kaser and Kurz's divisibility test), and for o = k * size
+ *   the product is k * step, step = magic * size mod 2^64 > 0, so that one
+ *   compare with n * step tells "a block boundary below block n" (page.h).
+ *   magic = ceil(2^64/size) + 1: the +1 makes step > 0 for the powers of
+ *   two too (with ceil alone their step is 0); the test stays exact, the
+ *   products of the block starts being k * step < 2^33 < magic and those of
+ *   the other offsets at least magic.
  */
 #include "size_class.h"
 
@@ -46,7 +52,7 @@ void size_class_init(void) {
     sc->ndatablocks = class_ndatablocks(sc->size);
     sc->capacity = (uint32_t)(((size_t)sc->ndatablocks << MM_DATABLOCK_SHIFT) / sc->size);
     sc->align = sc->size & (~sc->size + 1);
-    sc->magic = UINT64_MAX / sc->size + 1;
+    sc->magic = UINT64_MAX / sc->size + 2; /* ceil(2^64 / size) + 1 */
   }
   for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++)
     mm_direct_class[k] = (uint8_t)size_class_of_slow(k ? 16 * k : 1);
@@ -86,14 +92,20 @@ bool size_class_is_valid(char *why, size_t why_size) {
       os_format(why, why_size, "class %u: size_class_of is not the smallest fit", c);
       return false;
     }
+    uint64_t step = sc->magic * sc->size;
     for (uint64_t i = 0; i <= sc->capacity; i++) {
       uint64_t o = i * sc->size;
-      /* every block start passes; the bytes just before and after fail */
-      if (!(o * sc->magic < sc->magic) || (o && (o - 1) * sc->magic < sc->magic) ||
-          (o + 1) * sc->magic < sc->magic) {
+      /* every block start passes, as block i; the bytes just before and
+       * after fail */
+      if (!(o * sc->magic < sc->magic) || o * sc->magic != i * step ||
+          (o && (o - 1) * sc->magic < sc->magic) || (o + 1) * sc->magic < sc->magic) {
         os_format(why, why_size, "class %u: magic wrong at offset %lu", c, (unsigned long)o);
         return false;
       }
+    }
+    if (step == 0 || (uint64_t)sc->capacity * step >= sc->magic) {
+      os_format(why, why_size, "class %u: block step %lu unusable with magic", c, (unsigned long)step);
+      return false;
     }
     prev = sc->size;
   }

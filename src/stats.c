@@ -42,7 +42,8 @@ static void page_visit(extent_t *page, void *arg) {
   page_walk_t *w = arg;
   uint32_t used = __atomic_load_n(&page->used, __ATOMIC_RELAXED);
   uint64_t bytes = page->node.ndatablocks << MM_DATABLOCK_SHIFT;
-  uint64_t carved = atomic_load_relaxed(&page->xlimit);
+  uint64_t step = page_step(page);
+  uint64_t carved = step ? atomic_load_relaxed(&page->xcarved) / step * page->block_size : 0;
   carved = (carved + MM_DATABLOCK_SIZE - 1) & ~(uint64_t)(MM_DATABLOCK_SIZE - 1);
   uint64_t touched = carved < bytes ? carved : bytes;
   w->live += (uint64_t)used * page->block_size;

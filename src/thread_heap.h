@@ -260,8 +260,7 @@ MM_FAST_PATH void thread_heap_free_fast(void *p, const char *call) {
       uint64_t off = a - page->page_start;
       block_t *b = p;
       uintptr_t canary = a ^ mm_canary_key;
-      if (likely(page_offset_carved_own(page, off) && page_offset_at_block(page, off) &&
-                 b->canary != canary)) {
+      if (likely(page_offset_is_block_own(page, off) && b->canary != canary)) {
         if (mm_fast_checked) { /* secure mode built in: filled, link encoded */
           block_on_free(page, b);
           page_push_local(page, b);

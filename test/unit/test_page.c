@@ -2,7 +2,7 @@
  * a local heap's page blocks: carving (lazy, MM_EXTEND_BYTES at a time, in
  * address order, up to the capacity), the canary of free blocks, local
  * frees reused before fresh blocks are carved, the block-boundary
- * arithmetic (page_offset_carved, page_offset_at_block), and the page
+ * arithmetic (page_offset_is_block, page_offset_at_block), and the page
  * checker accepting every step and rejecting each corruption with its
  * reason; for the smallest class, a middle one, 4096 bytes, the largest,
  * and one the seed picks.
@@ -93,22 +93,26 @@ static block_t *list_last(block_t *b) {
   return b;
 }
 
-/* page_offset_carved and page_offset_at_block against the geometry, for
- * every offset of the first blocks and around xlimit, and a few wild ones. */
+/* page_offset_is_block (the start of a carved block) and
+ * page_offset_at_block (a block boundary) against the geometry, for every
+ * offset of the first blocks, every offset around the end of the carved
+ * part and the last block's, and a few wild ones. */
 static int offsets_bad(const extent_t *page) {
   uint64_t bs = page->block_size, lim = (uint64_t)page->reserved * bs;
   uint64_t end = (uint64_t)page->capacity * bs;
   int bad = 0;
-  for (uint64_t off = 0; off < 4 * bs && off < end; off++)
-    if (page_offset_carved(page, off) != (off < lim) || page_offset_at_block(page, off) != (off % bs == 0))
-      bad++;
-  for (uint64_t off = lim > 2 * bs ? lim - 2 * bs : 0; off < lim + 2 * bs; off++)
-    if (page_offset_carved(page, off) != (off < lim) || page_offset_at_block(page, off) != (off % bs == 0))
-      bad++;
+#define OFFSET_BAD(off)                                                                     \
+  (page_offset_is_block(page, off) != ((off) < lim && (off) % bs == 0) ||                   \
+   page_offset_is_block_own(page, off) != page_offset_is_block(page, off) ||                \
+   page_offset_at_block(page, off) != ((off) % bs == 0))
+  for (uint64_t off = 0; off < 4 * bs && off < end; off++) bad += OFFSET_BAD(off);
+  for (uint64_t off = lim > 2 * bs ? lim - 2 * bs : 0; off < lim + 2 * bs; off++) bad += OFFSET_BAD(off);
+  for (uint64_t off = end - bs; off < end + 2 * bs; off++) bad += OFFSET_BAD(off);
+#undef OFFSET_BAD
   /* below the page (the offset wraps) and far beyond it */
   uint64_t wild[] = {(uint64_t)-1, (uint64_t)-16, (uint64_t)-(int64_t)bs, end, end + bs, (uint64_t)1 << 31};
   for (size_t i = 0; i < sizeof(wild) / sizeof(wild[0]); i++)
-    if (page_offset_carved(page, wild[i])) bad++;
+    if (page_offset_is_block(page, wild[i])) bad++;
   return bad;
 }
 
@@ -145,7 +149,8 @@ static void test_carving(unsigned cls) {
                               page->page_start == page->node.start &&
                               page->node.ndatablocks == sc->ndatablocks);
   CHECK("init: owned by the stand-in", page_owner(page) == &stand_in && page_owner_is(page, 1, false));
-  CHECK("init: nothing carved", page->reserved == 0 && atomic_load_relaxed(&page->xlimit) == 0);
+  CHECK("init: nothing carved", page->reserved == 0 && atomic_load_relaxed(&page->xcarved) == 0);
+  CHECK("init: a block step above 0", page_step(page) != 0 && page_step(page) == sc->magic * bs);
   CHECK("init: empty lists, nothing used", !page->free && !page->local_free && page->used == 0);
   bool ok = page_valid(page);
   if (!ok) fprintf(stderr, "  init: %s\n", why);
@@ -171,7 +176,7 @@ static void test_carving(unsigned cls) {
     extensions++;
     uint32_t n = per < cap - r ? per : cap - r;
     if (!more || page->reserved != r + n) bad_carve++;
-    if (atomic_load_relaxed(&page->xlimit) != (uint64_t)page->reserved * bs) bad_carve++;
+    if (atomic_load_relaxed(&page->xcarved) != (uint64_t)page->reserved * page_step(page)) bad_carve++;
     /* the new free list: the carved blocks, in address order, each free */
     uint32_t i = 0;
     for (block_t *b = page->free; b && i <= n; b = block_next(b), i++) {
@@ -204,7 +209,7 @@ static void test_carving(unsigned cls) {
       if (!page_valid(page)) bad_valid++;
     }
   }
-  CHECK("refill: carves min(MM_EXTEND_BYTES / size, what is left), xlimit follows", bad_carve == 0);
+  CHECK("refill: carves min(MM_EXTEND_BYTES / size, what is left), xcarved follows", bad_carve == 0);
   CHECK("refill: the carved blocks, in address order", bad_list == 0);
   CHECK("refill: every carved free block carries its canary", bad_canary == 0);
   CHECK("refill: only carves when both lists are empty", bad_lazy == 0);
@@ -213,7 +218,7 @@ static void test_carving(unsigned cls) {
   CHECK("offsets agree with the geometry after every refill", bad_offsets == 0);
   CHECK("as many extensions as the capacity needs", extensions == (cap + per - 1) / per);
   CHECK("full: everything carved and used", page->reserved == cap && page->used == cap && nout == cap &&
-                                               atomic_load_relaxed(&page->xlimit) == (uint64_t)cap * bs);
+                                               atomic_load_relaxed(&page->xcarved) == (uint64_t)cap * page_step(page));
   CHECK("full: offsets", offsets_bad(page) == 0);
   /* a full page with a local free: the refill takes it */
   block_t *x = out[next_rand() % nout];
@@ -296,14 +301,16 @@ static void test_carving(unsigned cls) {
   NEGATIVE("a FORKED page's geometry is still checked", page_valid(page),
            { page->reserved++; }, { page->reserved--; }, "geometry");
   page->flags &= (uint8_t)~MM_EXTENT_FORKED;
-  uint64_t xl = atomic_load_relaxed(&page->xlimit);
-  NEGATIVE("xlimit a block too high", page_valid(page), { atomic_store_relaxed(&page->xlimit, xl + bs); },
-           { atomic_store_relaxed(&page->xlimit, xl); }, "geometry inconsistent");
-  NEGATIVE("xlimit a byte too low", page_valid(page), { atomic_store_relaxed(&page->xlimit, xl - 1); },
-           { atomic_store_relaxed(&page->xlimit, xl); }, "geometry inconsistent");
+  uint64_t xl = atomic_load_relaxed(&page->xcarved), step = page_step(page);
+  NEGATIVE("xcarved a block too high", page_valid(page), { atomic_store_relaxed(&page->xcarved, xl + step); },
+           { atomic_store_relaxed(&page->xcarved, xl); }, "geometry inconsistent");
+  NEGATIVE("xcarved one too low", page_valid(page), { atomic_store_relaxed(&page->xcarved, xl - 1); },
+           { atomic_store_relaxed(&page->xcarved, xl); }, "geometry inconsistent");
   NEGATIVE("reserved above the capacity", page_valid(page),
-           { page->reserved++; atomic_store_relaxed(&page->xlimit, xl + bs); },
-           { page->reserved--; atomic_store_relaxed(&page->xlimit, xl); }, "geometry inconsistent");
+           { page->reserved++; atomic_store_relaxed(&page->xcarved, xl + step); },
+           { page->reserved--; atomic_store_relaxed(&page->xcarved, xl); }, "geometry inconsistent");
+  NEGATIVE("a magic that is not its class's", page_valid(page), { page->magic--; }, { page->magic++; },
+           "geometry inconsistent");
   NEGATIVE("page_start off node.start", page_valid(page), { page->page_start += bs; },
            { page->page_start -= bs; }, "geometry inconsistent");
   NEGATIVE("not a page", page_valid(page), { page->kind = MM_EXTENT_LARGE; },

@@ -401,8 +401,9 @@ static void test_extent_map(slot_t *slot, extent_t *f) {
   NEGATIVE("base entry of another slot", slot_valid(slot),
            { atomic_store_relaxed(base_entry, base + MM_SLOT_SIZE); },
            { atomic_store_relaxed(base_entry, base); }, "slot base entry disagrees");
-  CHECK("an address 2^48 above aliases the slot's base entry (masked, not bounded)",
-        slot_heap_base(base + ((uintptr_t)1 << MM_ADDRESS_BITS)) == base);
+  CHECK("an address 2^48 above, or with bit 63 set, is no heap slot's (bounded, not masked)",
+        slot_heap_base(base + ((uintptr_t)1 << MM_ADDRESS_BITS)) == 0 &&
+            slot_heap_base(base | ((uintptr_t)1 << 63)) == 0 && slot_heap_base(UINTPTR_MAX) == 0);
   /* no descriptor is free here (desc_used == desc_top): one more is out of range */
   NEGATIVE("desc_used one too many", slot_valid(slot), { slot->desc_used++; }, { slot->desc_used--; },
            "descriptor counts out of range");
