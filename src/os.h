@@ -83,6 +83,17 @@ MM_INLINE uintptr_t mm_thread_id(void) {
 #endif
   return tid;
 }
+/* w == mm_thread_id().  On x86-64 the compare reads %fs:0 itself: one
+ * instruction, not a load and a compare (the free fast path's owner test). */
+MM_INLINE bool mm_thread_id_is(uintptr_t w) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool eq;
+  __asm__("cmpq %%fs:0, %1" : "=@cce"(eq) : "r"(w));
+  return eq;
+#else
+  return w == mm_thread_id();
+#endif
+}
 
 /* ---- format.c: text without malloc --------------------------------------------
  * A printf subset (%s %p %c %d %u %x with l, ll, z and a width) into a

@@ -255,7 +255,7 @@ MM_FAST_PATH void thread_heap_free_fast(void *p, const char *call) {
   uintptr_t slot = slot_heap_base(a);
   if (likely(slot != 0)) {
     extent_t *page = slot_extent_of((slot_t *)slot, a);
-    if (likely(atomic_load_relaxed(&page->xowner_tid) == mm_thread_id())) {
+    if (likely(mm_thread_id_is(atomic_load_relaxed(&page->xowner_tid)))) {
       /* a carved block boundary of this page, not already free */
       uint64_t off = a - page->page_start;
       block_t *b = p;
