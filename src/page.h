@@ -264,11 +264,6 @@ MM_INLINE uint64_t page_step(const extent_t *page) { return page->magic * page->
 MM_INLINE bool page_offset_is_block(const extent_t *page, uint64_t off) {
   return off * page->magic < atomic_load_relaxed(&page->xcarved);
 }
-/* The same for an offset from anywhere (a link read from a block, which
- * may be damaged): anything from 2^32 up is refused first. */
-MM_INLINE bool page_offset_is_block_any(const extent_t *page, uint64_t off) {
-  return (off >> 32) == 0 && page_offset_is_block(page, off);
-}
 /* The same for the page's owner, which alone writes xcarved while it owns
  * the page: a plain load (atomic_load_own), one instruction less. */
 MM_INLINE bool page_offset_is_block_own(const extent_t *page, uint64_t off) {
@@ -299,7 +294,9 @@ MM_COLD __attribute__((noreturn)) void page_written_after_free(const block_t *b,
  * write after free aborts with the block's address and the byte. */
 MM_INLINE void page_check_free_head(const extent_t *page, const block_t *b, const block_t *next) {
   if (b->canary != block_canary_of(b)) page_written_after_free(b, 8);
-  uint64_t off = (uintptr_t)next - page->page_start; /* the owner pops: its own xcarved */
+  /* the owner pops: its own xcarved; next is read from the block, so it may
+   * be anything: an offset from 2^32 up is refused before the compare */
+  uint64_t off = (uintptr_t)next - page->page_start;
   if (next && ((off >> 32) != 0 || !page_offset_is_block_own(page, off)))
     page_written_after_free(b, 0);
   if (!(page->flags & MM_EXTENT_FRESH)) {

@@ -396,13 +396,15 @@ MM_COLD void remote_heartbeat(thread_heap_t *th, uint32_t now) {
 /* ---- checker -------------------------------------------------------------------------------- */
 
 /* b is a block in flight: free (its canary), in a page, at a carved block
- * boundary of it. */
+ * boundary of it.  The slot table names a's slot and the extent map its
+ * page, so its offset there is below the page's size (page_offset_is_block's
+ * condition). */
 static bool in_flight_ok(const block_t *b) {
   uintptr_t a = (uintptr_t)b;
   if (slot_table_entry(a) != MM_SLOT_HEAP) return false;
   const extent_t *page = page_of_block(b);
   uint64_t off = a - page->page_start;
-  return page->kind == MM_EXTENT_PAGE && page_offset_is_block_any(page, off) && block_is_free(b);
+  return page->kind == MM_EXTENT_PAGE && page_offset_is_block(page, off) && block_is_free(b);
 }
 
 bool remote_is_valid(thread_heap_t *th, char *why, size_t why_size) {

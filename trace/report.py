@@ -330,8 +330,8 @@ def memory_line(s):
         return ("- The trace does not say how much memory the run had resident (an older trace, or the "
                 "program was killed or exec'd).")
     return (f"- The traced run's peak RSS was {human(m['peak_rss_bytes'])}, {human(m['file_bytes'])} of it code, "
-            "libraries and mapped files when it ended (the program's own, and about 0.5 MiB of the "
-            "recorder's); the rest is the heap (the blocks' touched pages and the allocator's free memory), "
+            "libraries and mapped files when it ended (the program's own, and about 0.3-0.5 MiB of "
+            "the recorder's); the rest is the heap (the blocks' touched pages and the allocator's free memory), "
             "the program's other memory (stacks, its own mappings) and the recorder's buffers and its shadow "
             "of the blocks (8 bytes per 16 bytes of heap), which a replay does not hold. The live set "
             f"peaked at {human(s['peak_live_bytes'])} (a block's untouched pages are not resident).")
