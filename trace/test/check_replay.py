@@ -17,8 +17,13 @@ program with a 32 MiB file mapped and read (memory that is no block, as a
 program's code and libraries are: the trace's memory record carries it to
 the replay, which counts it in place of the replayer's own code).  A
 buffer grown by realloc (live grow) replays with its real peak on glibc
-and on mmalloc, which grows it in place.  Two threads that share nothing
-(live threads) replay without either waiting for the other's blocks.
+and on mmalloc, which grows it in place; so do 128 blocks of 256 KiB held
+at once and 2,000 blocks of 64 KiB each freed before the next (live
+blocks: the plain calls the replay makes by its own fast path, which must
+write each new block and free each block when the program did).  Two
+threads that share nothing (live threads) replay without either waiting
+for the other's blocks.  A program of plain calls with 5 us of work before
+each free (live spin) replays at --speed 1 in at least that work.
 
 And a worker whose calls end long before the main thread's blocked wait
 for it does (SILENT: the rest of the wait is no thread's op) is replayed
@@ -102,31 +107,50 @@ def check_live_rss(mmtrace, live, work, mapped=None):
           f"MiB (the replayer's own {int(own[0]) / 1024:.1f} MiB not counted)")
 
 
-def check_grow_rss(mmtrace, live, lib, work):
-    """One buffer grown by realloc to 48 MiB, a MiB at a time, each new MiB
-    written: on glibc and on mmalloc (which grows it in place from 1 MiB
-    up), the replay's peak RSS within 15% + 0.5 MiB of the real one (a
-    replay that wrote only the blocks a realloc moved showed mmalloc at a
-    few MiB)."""
-    args = [live, "grow", "48"]
-    trace = os.path.join(work, "grow.mmtrace")
+def check_peak(mmtrace, args, lib, work, name, what):
+    """The program `args` recorded, run for real and replayed on glibc and
+    on mmalloc: each allocator's replayed peak RSS within 15% + 0.5 MiB of
+    its real one."""
+    trace = os.path.join(work, name + ".mmtrace")
     r = run([mmtrace, "record", "-o", trace, "--"] + args)
     if r.returncode != 0:
-        fail(f"record live grow: {r.stderr}")
+        fail(f"record {what}: {r.stderr}")
     real = {"glibc": real_peak_kb(args), lib: real_peak_kb(args, lib)}
     r = run([mmtrace, "replay", trace, "--alloc", "glibc", "--alloc", lib, "--reps", "3"])
     if r.returncode != 0:
-        fail(f"replay of live grow: status {r.returncode}: {r.stderr[-400:]}")
+        fail(f"replay of {what}: status {r.returncode}: {r.stderr[-400:]}")
     for name in real:
         m = re.search(r"^\| " + re.escape(name) + r" \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+) \|", r.stdout, re.M)
         if not m:
-            fail(f"replay of live grow: no row for {name}: {r.stdout[-400:]}")
+            fail(f"replay of {what}: no row for {name}: {r.stdout[-400:]}")
         real_mib, replay_mib = real[name] / 1024, float(m.group(1))
         if abs(replay_mib - real_mib) > 0.15 * real_mib + 0.5:
-            fail(f"a buffer grown to 48 MiB on {os.path.basename(name)}: replayed peak RSS {replay_mib:.1f} MiB, "
+            fail(f"{what} on {os.path.basename(name)}: replayed peak RSS {replay_mib:.1f} MiB, "
                  f"real {real_mib:.1f} MiB")
-        print(f"ok: a buffer grown to 48 MiB by realloc on {os.path.basename(name)}: real peak RSS "
+        print(f"ok: {what} on {os.path.basename(name)}: real peak RSS "
               f"{real_mib:.1f} MiB, replayed {replay_mib:.1f} MiB")
+
+
+def check_grow_rss(mmtrace, live, lib, work):
+    """One buffer grown by realloc to 48 MiB, a MiB at a time, each new MiB
+    written: on glibc and on mmalloc (which grows it in place from 1 MiB
+    up), the replay's peak RSS as the real one's (a replay that wrote only
+    the blocks a realloc moved showed mmalloc at a few MiB)."""
+    check_peak(mmtrace, [live, "grow", "48"], lib, work, "grow", "a buffer grown to 48 MiB by realloc")
+
+
+def check_blocks_rss(mmtrace, live, lib, work):
+    """Plain mallocs and frees (the replay's own fast path): 128 blocks of
+    256 KiB all held at once, and 2,000 blocks of 64 KiB each freed before
+    the next is made (beside a 32 MiB block), a byte written in every page
+    of each: the replay's
+    peak RSS as the real one's, which it is only if the replay writes every
+    new block's pages (the first pattern: blocks of 256 KiB are mapped
+    untouched) and frees each block when the program did (the second)."""
+    check_peak(mmtrace, [live, "blocks", "128", "256", "hold"], lib, work, "hold",
+               "128 blocks of 256 KiB held at once")
+    check_peak(mmtrace, [live, "blocks", "2000", "64", "churn"], lib, work, "churn64",
+               "2,000 blocks of 64 KiB, each freed before the next")
 
 
 def check_apart(mmtrace, live, lib, work):
@@ -182,6 +206,7 @@ def main():
         f.write(bytes(range(256)) * (32 << 12))
     check_live_rss(mmtrace, live, work, mapped)
     check_grow_rss(mmtrace, live, lib, work)
+    check_blocks_rss(mmtrace, live, lib, work)
     check_apart(mmtrace, live, lib, work)
     for mode in ("churn", "calls"):
         trace = os.path.join(work, f"{mode}.mmtrace")
@@ -238,8 +263,18 @@ def main():
     if r.returncode != 2 or "usage" not in r.stderr:
         fail(f"--threads with --copies: status {r.returncode}, {r.stderr[-300:]}")
     print("ok: --threads 7 (not a multiple of 5) and --threads with --copies are refused")
-    # the program's own time before each call, as the replay waits it: CPU
-    # work when short (long gaps may become waits for other threads)
+    check_work(mmtrace, trace, lib, "the churn trace")
+    spin = os.path.join(work, "spin.mmtrace")      # plain calls 5 us apart: the replay's fast path
+    r = run([mmtrace, "record", "-o", spin, "--", live, "spin", "4000", "5"])
+    if r.returncode != 0:
+        fail(f"record live spin: {r.stderr}")
+    check_work(mmtrace, spin, lib, "4,000 blocks, 5 us of work before each free")
+
+
+def check_work(mmtrace, trace, lib, what):
+    """The program's own time before each call, as the replay waits it: CPU
+    work when short (long gaps may become waits for other threads).  With
+    --speed 1 a replay takes at least the busiest thread's short gaps."""
     work_by_thread = {}
     for line in run([mmtrace, "dump", "--times", trace]).stdout.splitlines():
         m = re.search(r" work=(\d+)$", line)
@@ -249,11 +284,10 @@ def main():
     work_s = max(work_by_thread.values()) / 1e9
     took = replay(mmtrace, trace, lib, ["--speed", "1"])
     if min(took.values()) < 0.95 * work_s:
-        fail(f"with --speed 1 a replay took {min(took.values()):.4f} s, under the busiest thread's "
+        fail(f"{what}: with --speed 1 a replay took {min(took.values()):.4f} s, under the busiest thread's "
              f"recorded work of {work_s:.4f} s")
-    print(f"ok: --speed 1 replays take {min(took.values()):.4f} s or more; the busiest thread's recorded "
-          f"work between calls is {work_s:.4f} s")
-
+    print(f"ok: {what}: --speed 1 replays take {min(took.values()):.4f} s or more; the busiest thread's "
+          f"recorded work between calls is {work_s:.4f} s")
 
 if __name__ == "__main__":
     main()

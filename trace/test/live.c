@@ -11,19 +11,33 @@
  * mmalloc does past 1 MiB, must show the same peak in the replay).
  * `live threads K N`: K threads that share nothing, each making N blocks
  * in bursts of 64 and freeing each burst (its replay must not make one
- * thread wait for another's frees).
+ * thread wait for another's frees).  `live blocks N K hold|churn`: N blocks
+ * of K KiB, a byte written in each of their pages, all held and then freed
+ * (hold), or each freed before the next is made (churn, beside a 32 MiB
+ * block held throughout, so that the peak is not below what a test's
+ * forked runner carries into its child's ru_maxrss): a replay that did
+ * not write a new block (blocks from 128 KiB up are mapped untouched) or
+ * did not free one would show a peak far from the real one.
  *
  *   live N [FILE]
  *   live grow M
  *   live threads K N
+ * `live spin N US`: N blocks of 64 bytes, each made, held while the
+ * program computes for US microseconds, and freed (short gaps of work
+ * between plain calls, which a replay at --speed 1 must spin).
+ *
+ *   live blocks N K hold|churn
+ *   live spin N US
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int grow(long mib) {
@@ -62,12 +76,49 @@ static int threads(long k, long n) {
   return 0;
 }
 
+static int blocks(long n, long kib, const char *how) {
+  bool hold = strcmp(how, "hold") == 0;
+  if (n < 1 || kib < 1 || (!hold && strcmp(how, "churn") != 0)) return 2;
+  char **b = malloc((size_t)n * sizeof *b);
+  char *base = hold ? NULL : malloc((size_t)32 << 20);
+  if (!b || (!hold && !base)) return 1;
+  for (size_t off = 0; !hold && off < (size_t)32 << 20; off += 4096) base[off] = 1;
+  for (long i = 0; i < n; i++) {
+    b[i] = malloc((size_t)kib << 10);
+    if (!b[i]) return 1;
+    for (size_t off = 0; off < (size_t)kib << 10; off += 4096) b[i][off] = (char)i;
+    if (!hold) free(b[i]);
+  }
+  if (hold)
+    for (long i = 0; i < n; i++) free(b[i]);
+  free(base);
+  free(b);
+  return 0;
+}
+
+static int spin(long n, long us) {
+  if (n < 1 || us < 1) return 2;
+  for (long i = 0; i < n; i++) {
+    volatile char *b = malloc(64);
+    if (!b) return 1;
+    b[0] = (char)i;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < us * 1000L);
+    free((void *)b);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 2 && strcmp(argv[1], "grow") == 0) return atol(argv[2]) > 0 ? grow(atol(argv[2])) : 2;
   if (argc > 3 && strcmp(argv[1], "threads") == 0) return threads(atol(argv[2]), atol(argv[3]));
+  if (argc > 3 && strcmp(argv[1], "spin") == 0) return spin(atol(argv[2]), atol(argv[3]));
+  if (argc > 4 && strcmp(argv[1], "blocks") == 0) return blocks(atol(argv[2]), atol(argv[3]), argv[4]);
   long n = argc > 1 ? atol(argv[1]) : 0;
   if (n <= 0) {
-    fprintf(stderr, "usage: live N [FILE] | live grow M | live threads K N\n");
+    fprintf(stderr, "usage: live N [FILE] | live grow M | live threads K N | live blocks N K hold|churn | live spin N US\n");
     return 2;
   }
   volatile unsigned char sum = 0;
