@@ -61,9 +61,10 @@
  *    faults are real.  --speed 0 replays the calls back to back (the lag
  *    bound still holds).  The replayer's own work per call adds to every
  *    allocator's time alike and so thins out their differences in a
- *    program that does little but allocate: a plain malloc or free whose
- *    block is ready and that follows no long gap (most calls of most
- *    traces) is decoded and made by replay_plain, straight from the
+ *    program that does little but allocate: an allocation or a release
+ *    (not a realloc) whose block is ready, that did not fail and follows
+ *    no long gap (most calls of most traces) is decoded and made by
+ *    replay_plain, straight from the
  *    reader's buffer, and every other op by the general path (reader_peek,
  *    replay_op), with the same effects.
  *
@@ -1150,9 +1151,24 @@ static void replay_op(const rop_t *o, uint64_t me, pace_t *pc) {
   exec_op(o);
 }
 
-/* The calls most traces are made of, a malloc and a free of a block the
- * trace saw, that neither failed nor follow a long gap, and whose blocks
- * are ready: decoded from the reader's buffer and made here, without the
+/* replay_plain's calls other than malloc and free, out of line so that
+ * theirs stay short. */
+static __attribute__((noinline)) void *plain_alloc_other(unsigned op, uint64_t size, uint64_t arg,
+                                                         size_t *bytes) {
+  rop_t o = {.op = (uint8_t)op, .size = size, .arg = arg};
+  return do_alloc(&o, bytes);
+}
+static __attribute__((noinline)) void plain_release_other(unsigned op, void *p, uint64_t size,
+                                                          uint64_t arg) {
+  rop_t o = {.op = (uint8_t)op, .size = size, .arg = arg};
+  do_release(&o, p);
+}
+
+/* The calls most traces are made of, an allocation (malloc, calloc, new,
+ * an aligned one) and a release (free, delete) of a block the trace saw,
+ * that neither failed nor follow a long gap, and whose blocks are ready
+ * (malloc and free called directly, the others by do_alloc and
+ * do_release): decoded from the reader's buffer and made here, without the
  * general path's copy into an rop_t and its tests for every other kind of
  * call (the replayer's own work per call is what dilutes the allocators'
  * differences in a program that does little but allocate).  The same
@@ -1167,22 +1183,25 @@ static inline size_t replay_plain(op_reader_t *r, uint64_t me, pace_t *pc) {
   memcpy(&gen, p + 6, 4);
   p += OP_PATCH_AT + 8;
   bool ok = true;
-  if (op == MMT_MALLOC) {
+  unsigned shape = op == MMT_MALLOC ? MMT_ALLOCATES : op == MMT_FREE ? MMT_RELEASES
+                  : mmt_op_shape(op) & (MMT_ALLOCATES | MMT_RELEASES);
+  bool alloc = shape == MMT_ALLOCATES;
+  if (alloc) {
     if (flags != E_SLOT2 || slot != NO_SLOT) return 0;   /* failed, after a long gap, or no block */
     slot2 = (uint32_t)op_varint_room(&p, &ok);
     gen2 = (uint32_t)op_varint_room(&p, &ok);
-  } else if (op != MMT_FREE || flags != 0 || slot == NO_SLOT) {
-    return 0;
+  } else if (shape != MMT_RELEASES || flags != 0 || slot == NO_SLOT) {
+    return 0;                                           /* realloc, an unknown pointer, a long gap */
   }
   uint64_t size = op_varint_room(&p, &ok);
   uint64_t arg = op_varint_room(&p, &ok);
   uint64_t dt = op_varint_room(&p, &ok);
   uint64_t at = r->last_at + (uint64_t)mmt_unzigzag(op_varint_room(&p, &ok));
-  if (!ok || arg) return 0;
+  if (!ok) return 0;
   double think = speed > 0 ? (double)dt * speed : 0;
   if (think >= SLEEP_NS) return 0;                      /* blocked in the trace: the general path */
-  uint64_t s = (op == MMT_MALLOC ? slot2 : slot) + slot_base;
-  uint32_t want = op == MMT_MALLOC ? gen2 : gen;
+  uint64_t s = (alloc ? slot2 : slot) + slot_base;
+  uint32_t want = alloc ? gen2 : gen;
   if (atomic_load_explicit(&slot_gen[s], memory_order_acquire) != want) return 0;   /* waits */
   r->last_at = at;
   atomic_store_explicit(&progress[me].at, at, memory_order_release);
@@ -1198,15 +1217,25 @@ static inline size_t replay_plain(op_reader_t *r, uint64_t me, pace_t *pc) {
       pc->owed = 0;
     }
   }
-  if (op == MMT_MALLOC) {
-    void *q = malloc(size);
+  if (alloc) {
+    size_t bytes = size;
+    void *q;
+    if (op == MMT_MALLOC) {
+      q = malloc(size);
+    } else {
+      q = plain_alloc_other(op, size, arg, &bytes);
+    }
     if (!q) atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
-    touch(q, size);
+    touch(q, bytes);
     slot_ptr[s] = q;
   } else {
     void *q = slot_ptr[s];
     if (!q) atomic_fetch_add_explicit(&null_releases, 1, memory_order_relaxed);   /* only after a refusal */
-    free(q);
+    if (op == MMT_FREE) {
+      free(q);
+    } else {
+      plain_release_other(op, q, size, arg);
+    }
     slot_ptr[s] = NULL;
   }
   atomic_store_explicit(&slot_gen[s], want + 1, memory_order_release);
