@@ -334,6 +334,26 @@ static void write_after_free(void) {
     if (!malloc(waf_size)) _exit(SETUP + 1);
 }
 
+/* The same, the block freed among 31 others of its page: after the page's
+ * local frees become its free list (one pop on the slow path), the blocks
+ * are popped by the inline fast path, which must make the same check
+ * (write_after_free alone has its block reused by the slow path). */
+static void write_after_free_among(void) {
+  char *b[32];
+  for (int i = 0; i < 32; i++) {
+    b[i] = malloc(waf_size);
+    if (!b[i]) _exit(SETUP);
+    memset(b[i], 0x11, waf_size);
+  }
+  printf("%p\n", (void *)b[16]);
+  fflush(stdout);
+  char *alias = hide(b[16]);
+  for (int i = 0; i < 32; i++) free(b[i]);
+  poke(alias + waf_offset, (unsigned char)(peek(alias + waf_offset) ^ 0x41));
+  for (int i = 0; i < 4096; i++)
+    if (!malloc(waf_size)) _exit(SETUP + 1);
+}
+
 /* A write into a block freed into a page that its thread then emptied and
  * kept for its next page (thread_heap.c): caught when the page is handed
  * out again, as in any other page.  In a thread of its own, so that the
@@ -641,6 +661,20 @@ static void secure_checks(void) {
     snprintf(want, sizeof(want), "(byte %d changed)", big[k].offset);
     snprintf(name, sizeof(name), "a write into byte %d of a freed %zu-byte block is caught on reuse, and named",
              big[k].offset, big[k].size);
+    show(name, &o);
+    CHECK(name, caught(&o) && strstr(o.err, want) != NULL);
+  }
+  /* the same, popped by the inline fast path (blocks of up to 272 bytes
+   * are checked inline, larger ones out of line) */
+  static const struct { size_t size; int offset; } among[] = {{64, 40}, {256, 200}, {512, 300}, {8192, 5000}};
+  for (int k = 0; k < 4; k++) {
+    waf_size = among[k].size;
+    waf_offset = among[k].offset;
+    o = run_child(write_after_free_among);
+    char want[64], name[160];
+    snprintf(want, sizeof(want), "(byte %d changed)", among[k].offset);
+    snprintf(name, sizeof(name), "a write into byte %d of a %zu-byte block freed among 31 others is caught on reuse",
+             among[k].offset, among[k].size);
     show(name, &o);
     CHECK(name, caught(&o) && strstr(o.err, want) != NULL);
   }
