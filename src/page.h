@@ -184,14 +184,15 @@ MM_INLINE bool block_is_free(const block_t *b) { return b->canary == block_canar
 #endif
 /* A block the user just freed, in a checked mode: fill it (secure mode;
  * zero it with zero on free alone), mark it, tell memcheck. */
-MM_INLINE void block_on_free(extent_t *page, block_t *b) {
-  if (MM_SECURE || options.secure) block_fill_body(b, page->block_size);
-  else if (options.zero_on_free) memset(b, 0, page->block_size);
+MM_INLINE void block_on_free_sized(block_t *b, uint32_t size) {
+  if (MM_SECURE || options.secure) block_fill_body(b, size);
+  else if (options.zero_on_free) memset(b, 0, size);
   block_vg_open(b);
   b->canary = block_canary_of(b);
   block_vg_close(b);
-  block_vg_freed(b, page->block_size);
+  block_vg_freed(b, size);
 }
+MM_INLINE void block_on_free(extent_t *page, block_t *b) { block_on_free_sized(b, page->block_size); }
 
 /* ---- ownership --------------------------------------------------------------------
  * A page owned by a thread carries two names of it: xowner, its thread
@@ -291,26 +292,46 @@ MM_COLD __attribute__((noreturn)) void page_written_after_free(const block_t *b,
  * follows it, and, unless the list is fresh (MM_EXTENT_FRESH: blocks
  * carved and never handed out, which no one can have freed and written
  * since), every byte past the two words must still hold the fill.  A
- * write after free aborts with the block's address and the byte. */
-MM_INLINE void page_check_free_head(const extent_t *page, const block_t *b, const block_t *next) {
+ * write after free aborts with the block's address and the byte.
+ * page_check_free_words checks the two words, page_check_free_head_sized
+ * all of it (size: the page's block size). */
+MM_INLINE void page_check_free_words(const extent_t *page, const block_t *b, const block_t *next) {
   if (b->canary != block_canary_of(b)) page_written_after_free(b, 8);
   /* the owner pops: its own xcarved; next is read from the block, so it may
    * be anything: an offset from 2^32 up is refused before the compare */
   uint64_t off = (uintptr_t)next - page->page_start;
   if (next && ((off >> 32) != 0 || !page_offset_is_block_own(page, off)))
     page_written_after_free(b, 0);
+}
+MM_INLINE void page_check_free_head_sized(const extent_t *page, const block_t *b, const block_t *next,
+                                         uint32_t size) {
+  page_check_free_words(page, b, next);
   if (!(page->flags & MM_EXTENT_FRESH)) {
-    size_t at = block_body_changed(b, page->block_size);
+    size_t at = block_body_changed(b, size);
     if (unlikely(at != SIZE_MAX)) page_written_after_free(b, sizeof(block_t) + at);
   }
 }
+MM_INLINE void page_check_free_head(const extent_t *page, const block_t *b, const block_t *next) {
+  page_check_free_head_sized(page, b, next, page->block_size);
+}
+/* A block whose body is longer than this is filled and checked out of
+ * line (memset and memcmp), whole: the inline fast paths then make no call
+ * that returns, so they keep every value in registers the call may
+ * change and save none on entry. */
+#define MM_BODY_INLINE_MAX (16 * 16 + sizeof(block_t))
+void *page_pop_checked(extent_t *page);
+/* page_pop_secure of a block whose body is longer (page.c). */
+void *page_pop_secure_big(extent_t *page);
 /* The fast path's pop where secure mode is built in (mm_fast_checked). */
 MM_INLINE void *page_pop_secure(extent_t *page) {
+  uint32_t size = page->block_size;
+  /* (one compare for both bounds: what follows then knows the body is
+   * 0 to 16 steps, and keeps no call to the out-of-line check) */
+  if (unlikely(size - sizeof(block_t) > MM_BODY_INLINE_MAX - sizeof(block_t))) return page_pop_secure_big(page);
   block_t *b = page->free, *next = block_next(b);
-  page_check_free_head(page, b, next);
+  page_check_free_head_sized(page, b, next, size);
   return page_take_block(page, b, next);
 }
-void *page_pop_checked(extent_t *page);
 /* Pop a block from a page whose free list is not empty (owner only). */
 MM_INLINE void *page_pop(extent_t *page) {
   mm_assert(page->free != NULL);

@@ -411,6 +411,13 @@ MM_SLOW_PATH void thread_heap_page_empty_slow(thread_heap_t *th, extent_t *page)
   thread_heap_unlock(th);
 }
 
+void thread_heap_free_own_big(extent_t *page, block_t *b) {
+  block_fill_big(b + 1, page->block_size - sizeof(block_t)); /* block_on_free of a long body */
+  b->canary = block_canary_of(b);
+  page_push_local(page, b);
+  if (--page->used == 0) thread_heap_page_empty_slow(mm_thread_heap, page);
+}
+
 /* ---- census -------------------------------------------------------------------------
  * Every PAGE of a local heap's slots, by owner: owned by a live thread heap
  * (on one of its lists: that heap's checker sees them), abandoned (on the

@@ -12,7 +12,8 @@
  *   malloc(n)                                             override.c, api.c
  *   └ thread_heap_malloc_fast                   MM_FAST_PATH, this file
  *       n <= 1 KiB and direct[(n+15)/16]->free != NULL: page_take_block
- *       (secure mode built in: page_pop_secure)
+ *       (secure mode built in: page_pop_secure; a body over 16 steps of
+ *       16 bytes checked out of line, page_pop_checked)
  *     ├ thread_heap_malloc_medium          n > 1 KiB, alloc.c, noinline
  *     │   the first page of its class has a free block: page_take_block
  *     │   └ thread_heap_alloc_class_slow   none: as below, class known
@@ -40,7 +41,8 @@
  *       p in a heap slot, its page's tag is this thread's id, p at a carved
  *       block boundary and not already free: push on the page's local free
  *       list, used-- (secure mode built in: block_on_free fills it first,
- *       and page_push_local encodes the link)
+ *       and page_push_local encodes the link; a body over 16 steps:
+ *       thread_heap_free_own_big, out of line)
  *       used reached 0: thread_heap_page_empty_slow (keep the page on
  *       the heap's empty list, unless it is its class's current one)
  *     ├ thread_heap_free_other      (page's tag not ours) remote.c, noinline
@@ -186,6 +188,9 @@ void thread_heap_page_empty(thread_heap_t *th, extent_t *page);
  * heartbeats, home to the page cache (th's lock held). */
 void thread_heap_empty_release(thread_heap_t *th, bool all);
 MM_SLOW_PATH void thread_heap_page_empty_slow(thread_heap_t *th, extent_t *page);
+/* Secure mode built in: the owner's free of a block whose body is longer
+ * than MM_BODY_INLINE_MAX allows (fill, link, count, the page emptied). */
+void thread_heap_free_own_big(extent_t *page, block_t *b);
 bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size);
 /* the census: every page of a local heap by owner (thread_heap.c) */
 typedef struct thread_heap_census_s {
@@ -262,7 +267,12 @@ MM_FAST_PATH void thread_heap_free_fast(void *p, const char *call) {
       uintptr_t canary = a ^ mm_canary_key;
       if (likely(page_offset_is_block_own(page, off) && b->canary != canary)) {
         if (mm_fast_checked) { /* secure mode built in: filled, link encoded */
-          block_on_free(page, b);
+          uint32_t size = page->block_size; /* (both bounds in one compare, as page_pop_secure) */
+          if (unlikely(size - sizeof(block_t) > MM_BODY_INLINE_MAX - sizeof(block_t))) {
+            thread_heap_free_own_big(page, b); /* filled by memset, out of line */
+            return;
+          }
+          block_on_free_sized(b, size);
           page_push_local(page, b);
         } else {
           b->next = page->local_free; /* plain link */
