@@ -42,7 +42,7 @@ uintptr_t mm_canary_key;
 uintptr_t mm_list_key;
 bool mm_slow_only;
 uint64_t mm_fill_word = 0xDFDFDFDFDFDFDFDFull;
-uint8_t mm_fill_block[MM_FILL_BLOCK] = {[0 ... MM_FILL_BLOCK - 1] = 0xDF};
+_Alignas(16) uint8_t mm_fill_block[MM_FILL_BLOCK] = {[0 ... MM_FILL_BLOCK - 1] = 0xDF};
 
 typedef struct option_desc_s {
   const char *name;

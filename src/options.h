@@ -58,9 +58,10 @@ extern uintptr_t mm_list_key;
 extern bool mm_slow_only;
 extern uint64_t mm_fill_word;
 /* MM_FILL_BLOCK bytes of the pattern, which big blocks are compared with
- * (memcmp's wide loads). */
+ * (memcmp's wide loads); 16-aligned, so that its first 16 bytes are the
+ * pattern as one vector load (page.h). */
 #define MM_FILL_BLOCK 2048
-extern uint8_t mm_fill_block[MM_FILL_BLOCK];
+extern _Alignas(16) uint8_t mm_fill_block[MM_FILL_BLOCK];
 #define mm_fast_checked (MM_SECURE && !MM_VALGRIND)
 
 MM_HIDDEN_END

@@ -126,9 +126,11 @@ MM_INLINE size_t block_fill_changed(const void *p, size_t n) {
  * loop: a window of four steps at its start and one at its end, which
  * overlap when the body is shorter, cover it. */
 typedef uint64_t mm_v2_t __attribute__((vector_size(16), may_alias));
+/* The pattern in both halves of a vector: one load. */
+MM_INLINE mm_v2_t block_fill_vector(void) { return *(const mm_v2_t *)mm_fill_block; }
 MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
   size_t k = (size - sizeof(block_t)) / 16;
-  mm_v2_t f = {mm_fill_word, mm_fill_word}, *v = (mm_v2_t *)(b + 1);
+  mm_v2_t f = block_fill_vector(), *v = (mm_v2_t *)(b + 1);
   if (k <= 4) { /* v[0], v[1], v[k-2], v[k-1], each kept in the body */
     if (k == 0) return;
     mm_v2_t *last = v + k - 1;
@@ -151,7 +153,7 @@ MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
  * test of it folds away on the common path). */
 MM_INLINE size_t block_body_changed(const block_t *b, uint32_t size) {
   size_t k = (size - sizeof(block_t)) / 16;
-  mm_v2_t f = {mm_fill_word, mm_fill_word}, d = {0, 0};
+  mm_v2_t f = block_fill_vector(), d = {0, 0};
   const mm_v2_t *v = (const mm_v2_t *)(b + 1);
   if (k <= 4) { /* the windows of block_fill_body */
     if (k == 0) return SIZE_MAX;
