@@ -651,30 +651,20 @@ static void secure_checks(void) {
         caught(&o));
 
   /* big blocks are compared with the pattern in pieces (page.h): a byte in
-   * the first piece, in a later one, and the last byte, named exactly */
-  static const struct { size_t size; int offset; } big[] = {{512, 300}, {8192, 40}, {8192, 5000}, {8192, 8191}};
-  for (int k = 0; k < 4; k++) {
-    waf_size = big[k].size;
-    waf_offset = big[k].offset;
-    o = run_child(write_after_free);
+   * the first piece, in a later one, and the last byte, named exactly; and
+   * blocks freed among 31 others, popped by the inline fast path (bodies of
+   * up to 256 bytes checked inline, longer ones out of line) */
+  static const struct { size_t size; int offset; bool among; } waf[] = {
+      {512, 300, false}, {8192, 40, false}, {8192, 5000, false}, {8192, 8191, false},
+      {64, 40, true},    {256, 200, true},  {512, 300, true},    {8192, 5000, true}};
+  for (size_t k = 0; k < sizeof(waf) / sizeof(waf[0]); k++) {
+    waf_size = waf[k].size;
+    waf_offset = waf[k].offset;
+    o = run_child(waf[k].among ? write_after_free_among : write_after_free);
     char want[64], name[160];
-    snprintf(want, sizeof(want), "(byte %d changed)", big[k].offset);
-    snprintf(name, sizeof(name), "a write into byte %d of a freed %zu-byte block is caught on reuse, and named",
-             big[k].offset, big[k].size);
-    show(name, &o);
-    CHECK(name, caught(&o) && strstr(o.err, want) != NULL);
-  }
-  /* the same, popped by the inline fast path (blocks of up to 272 bytes
-   * are checked inline, larger ones out of line) */
-  static const struct { size_t size; int offset; } among[] = {{64, 40}, {256, 200}, {512, 300}, {8192, 5000}};
-  for (int k = 0; k < 4; k++) {
-    waf_size = among[k].size;
-    waf_offset = among[k].offset;
-    o = run_child(write_after_free_among);
-    char want[64], name[160];
-    snprintf(want, sizeof(want), "(byte %d changed)", among[k].offset);
-    snprintf(name, sizeof(name), "a write into byte %d of a %zu-byte block freed among 31 others is caught on reuse",
-             among[k].offset, among[k].size);
+    snprintf(want, sizeof(want), "(byte %d changed)", waf[k].offset);
+    snprintf(name, sizeof(name), "a write into byte %d of a freed %zu-byte block%s is caught on reuse, and named",
+             waf[k].offset, waf[k].size, waf[k].among ? " (freed among 31 others)" : "");
     show(name, &o);
     CHECK(name, caught(&o) && strstr(o.err, want) != NULL);
   }
