@@ -1167,8 +1167,8 @@ static __attribute__((noinline)) void plain_release_other(unsigned op, void *p, 
 /* The calls most traces are made of, an allocation (malloc, calloc, new,
  * an aligned one) and a release (free, delete) of a block the trace saw,
  * that neither failed nor follow a long gap, and whose blocks are ready
- * (malloc and free called directly, the others by do_alloc and
- * do_release): decoded from the reader's buffer and made here, without the
+ * (malloc, free, new and sized delete called directly, the others by
+ * do_alloc and do_release): decoded from the reader's buffer and made here, without the
  * general path's copy into an rop_t and its tests for every other kind of
  * call (the replayer's own work per call is what dilutes the allocators'
  * differences in a program that does little but allocate).  The same
@@ -1220,22 +1220,24 @@ static inline size_t replay_plain(op_reader_t *r, uint64_t me, pace_t *pc) {
   if (alloc) {
     size_t bytes = size;
     void *q;
-    if (op == MMT_MALLOC) {
+    if (op == MMT_MALLOC)
       q = malloc(size);
-    } else {
+    else if (op == MMT_NEW)                 /* (nothrow, as do_alloc) */
+      q = op_new(size, NULL);
+    else
       q = plain_alloc_other(op, size, arg, &bytes);
-    }
     if (!q) atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
     touch(q, bytes);
     slot_ptr[s] = q;
   } else {
     void *q = slot_ptr[s];
     if (!q) atomic_fetch_add_explicit(&null_releases, 1, memory_order_relaxed);   /* only after a refusal */
-    if (op == MMT_FREE) {
+    if (op == MMT_FREE)
       free(q);
-    } else {
+    else if (op == MMT_DELETE_SIZED)
+      op_delete_sized(q, size);
+    else
       plain_release_other(op, q, size, arg);
-    }
     slot_ptr[s] = NULL;
   }
   atomic_store_explicit(&slot_gen[s], want + 1, memory_order_release);
