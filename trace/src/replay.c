@@ -64,9 +64,8 @@
  *    program that does little but allocate: an allocation or a release
  *    (not a realloc) whose block is ready, that did not fail and follows
  *    no long gap (most calls of most traces) is decoded and made by
- *    replay_plain, straight from the
- *    reader's buffer, and every other op by the general path (reader_peek,
- *    replay_op), with the same effects.
+ *    replay_plain, straight from the reader's buffer, and every other op
+ *    by the general path (reader_peek, replay_op), with the same effects.
  *
  * 3. measure (this process): each allocator in turn, alternating order
  *    every repetition, wall time of the run phase from the child, peak RSS
@@ -1168,13 +1167,14 @@ static __attribute__((noinline)) void plain_release_other(unsigned op, void *p, 
  * an aligned one) and a release (free, delete) of a block the trace saw,
  * that neither failed nor follow a long gap, and whose blocks are ready
  * (malloc, free, new and sized delete called directly, the others by
- * do_alloc and do_release): decoded from the reader's buffer and made here, without the
- * general path's copy into an rop_t and its tests for every other kind of
- * call (the replayer's own work per call is what dilutes the allocators'
- * differences in a program that does little but allocate).  The same
- * effects as reader_peek, replay_op and reader_next; 0 (nothing done) for
- * any other op, which then takes the general path.  The caller has made
- * sure of OP_MAX bytes from raw_at (no varint needs its bounds checked). */
+ * do_alloc and do_release): decoded from the reader's buffer and made
+ * here, without the general path's copy into an rop_t and its tests for
+ * every other kind of call (the replayer's own work per call is what
+ * dilutes the allocators' differences in a program that does little but
+ * allocate).  The same effects as reader_peek, replay_op and reader_next;
+ * 0 (nothing done) for any other op, which then takes the general path.
+ * The caller has made sure of OP_MAX bytes from raw_at (no varint needs
+ * its bounds checked). */
 static inline size_t replay_plain(op_reader_t *r, uint64_t me, pace_t *pc) {
   const unsigned char *p = r->raw + r->raw_at, *start = p;
   unsigned op = p[0], flags = p[1];
