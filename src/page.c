@@ -88,6 +88,8 @@ void *page_pop_checked(extent_t *page) {
   return b;
 }
 
+MM_COLD void *page_pop_damaged(const block_t *b, size_t at) { page_written_after_free(b, at); }
+
 void *page_pop_secure_big(extent_t *page) {
   block_t *b = page->free, *next = block_next(b);
   page_check_free_words(page, b, next);

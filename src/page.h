@@ -295,23 +295,33 @@ MM_COLD __attribute__((noreturn)) void page_written_after_free(const block_t *b,
  * carved and never handed out, which no one can have freed and written
  * since), every byte past the two words must still hold the fill.  A
  * write after free aborts with the block's address and the byte.
- * page_check_free_words checks the two words, page_check_free_head_sized
- * all of it (size: the page's block size). */
-MM_INLINE void page_check_free_words(const extent_t *page, const block_t *b, const block_t *next) {
-  if (b->canary != block_canary_of(b)) page_written_after_free(b, 8);
+ * The _damage calls give the byte at which b shows such a write (8: its
+ * canary, 0: its link, 16 on: its body) or SIZE_MAX, for a caller that
+ * reports it itself; the _check calls abort.  _words: the two words only;
+ * _head: all of it (size: the page's block size). */
+MM_INLINE size_t page_free_words_damage(const extent_t *page, const block_t *b, const block_t *next) {
+  if (b->canary != block_canary_of(b)) return 8;
   /* the owner pops: its own xcarved; next is read from the block, so it may
    * be anything: an offset from 2^32 up is refused before the compare */
   uint64_t off = (uintptr_t)next - page->page_start;
-  if (next && ((off >> 32) != 0 || !page_offset_is_block_own(page, off)))
-    page_written_after_free(b, 0);
+  if (next && ((off >> 32) != 0 || !page_offset_is_block_own(page, off))) return 0;
+  return SIZE_MAX;
+}
+MM_INLINE size_t page_free_head_damage(const extent_t *page, const block_t *b, const block_t *next,
+                                       uint32_t size) {
+  size_t at = page_free_words_damage(page, b, next);
+  if (at != SIZE_MAX || (page->flags & MM_EXTENT_FRESH)) return at;
+  at = block_body_changed(b, size);
+  return at == SIZE_MAX ? at : sizeof(block_t) + at;
+}
+MM_INLINE void page_check_free_words(const extent_t *page, const block_t *b, const block_t *next) {
+  size_t at = page_free_words_damage(page, b, next);
+  if (unlikely(at != SIZE_MAX)) page_written_after_free(b, at);
 }
 MM_INLINE void page_check_free_head_sized(const extent_t *page, const block_t *b, const block_t *next,
                                          uint32_t size) {
-  page_check_free_words(page, b, next);
-  if (!(page->flags & MM_EXTENT_FRESH)) {
-    size_t at = block_body_changed(b, size);
-    if (unlikely(at != SIZE_MAX)) page_written_after_free(b, sizeof(block_t) + at);
-  }
+  size_t at = page_free_head_damage(page, b, next, size);
+  if (unlikely(at != SIZE_MAX)) page_written_after_free(b, at);
 }
 MM_INLINE void page_check_free_head(const extent_t *page, const block_t *b, const block_t *next) {
   page_check_free_head_sized(page, b, next, page->block_size);
@@ -324,6 +334,9 @@ MM_INLINE void page_check_free_head(const extent_t *page, const block_t *b, cons
 void *page_pop_checked(extent_t *page);
 /* page_pop_secure of a block whose body is longer (page.c). */
 void *page_pop_secure_big(extent_t *page);
+/* page_written_after_free (it never returns), typed so that the pop can
+ * end in it by a jump, which needs no stack frame on its way in. */
+MM_COLD void *page_pop_damaged(const block_t *b, size_t at);
 /* The fast path's pop where secure mode is built in (mm_fast_checked). */
 MM_INLINE void *page_pop_secure(extent_t *page) {
   uint32_t size = page->block_size;
@@ -331,7 +344,8 @@ MM_INLINE void *page_pop_secure(extent_t *page) {
    * 0 to 16 steps, and keeps no call to the out-of-line check) */
   if (unlikely(size - sizeof(block_t) > MM_BODY_INLINE_MAX - sizeof(block_t))) return page_pop_secure_big(page);
   block_t *b = page->free, *next = block_next(b);
-  page_check_free_head_sized(page, b, next, size);
+  size_t at = page_free_head_damage(page, b, next, size);
+  if (unlikely(at != SIZE_MAX)) return page_pop_damaged(b, at); /* a jump: no frame here */
   return page_take_block(page, b, next);
 }
 /* Pop a block from a page whose free list is not empty (owner only). */
