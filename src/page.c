@@ -90,15 +90,6 @@ void *page_pop_checked(extent_t *page) {
 
 MM_COLD void *page_pop_damaged(const block_t *b, size_t at) { page_written_after_free(b, at); }
 
-void *page_pop_secure_big(extent_t *page) {
-  block_t *b = page->free, *next = block_next(b);
-  page_check_free_words(page, b, next);
-  if (!(page->flags & MM_EXTENT_FRESH)) { /* the body, known to be long: no dispatch on its size */
-    size_t at = block_fill_changed_big(b + 1, page->block_size - sizeof(block_t));
-    if (unlikely(at != SIZE_MAX)) page_written_after_free(b, sizeof(block_t) + at);
-  }
-  return page_take_block(page, b, next);
-}
 
 void page_init(extent_t *page, unsigned cls) {
   mm_assert_internal(page->kind == MM_EXTENT_PAGE && cls < MM_CLASSES);

@@ -130,6 +130,10 @@ typedef uint64_t mm_v2_t __attribute__((vector_size(16), may_alias));
 MM_INLINE mm_v2_t block_fill_vector(void) { return *(const mm_v2_t *)mm_fill_block; }
 MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
   size_t k = (size - sizeof(block_t)) / 16;
+  if (k > 16) { /* first, so that a long body pays one compare */
+    block_fill_big(b + 1, k * 16);
+    return;
+  }
   mm_v2_t f = block_fill_vector(), *v = (mm_v2_t *)(b + 1);
   if (k <= 4) { /* v[0], v[1], v[k-2], v[k-1], each kept in the body */
     if (k == 0) return;
@@ -142,10 +146,8 @@ MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
     mm_v2_t *w = v + k - 4;
     v[0] = f, v[1] = f, v[2] = f, v[3] = f;
     w[0] = f, w[1] = f, w[2] = f, w[3] = f;
-  } else if (k <= 16) {
-    for (size_t i = 0; i < k; i++) v[i] = f;
   } else {
-    block_fill_big(b + 1, k * 16);
+    for (size_t i = 0; i < k; i++) v[i] = f;
   }
 }
 /* The offset in the body of the first byte that no longer holds the
@@ -153,6 +155,7 @@ MM_INLINE void block_fill_body(block_t *b, uint32_t size) {
  * test of it folds away on the common path). */
 MM_INLINE size_t block_body_changed(const block_t *b, uint32_t size) {
   size_t k = (size - sizeof(block_t)) / 16;
+  if (k > 16) return block_fill_changed_big(b + 1, k * 16); /* first: one compare */
   mm_v2_t f = block_fill_vector(), d = {0, 0};
   const mm_v2_t *v = (const mm_v2_t *)(b + 1);
   if (k <= 4) { /* the windows of block_fill_body */
@@ -163,14 +166,12 @@ MM_INLINE size_t block_body_changed(const block_t *b, uint32_t size) {
     const mm_v2_t *w = v + k - 4;
     d = ((v[0] ^ f) | (v[1] ^ f)) | ((v[2] ^ f) | (v[3] ^ f)) | ((w[0] ^ f) | (w[1] ^ f)) |
         ((w[2] ^ f) | (w[3] ^ f));
-  } else if (k <= 16) { /* four loads a step, two chains, then the rest */
+  } else { /* 9 to 16 steps: four loads a step, two chains, then the rest */
     const mm_v2_t *end = v + k;
     mm_v2_t e = {0, 0};
     for (; v + 4 <= end; v += 4) d |= (v[0] ^ f) | (v[1] ^ f), e |= (v[2] ^ f) | (v[3] ^ f);
     for (; v < end; v++) d |= *v ^ f;
     d |= e;
-  } else {
-    return block_fill_changed_big(b + 1, k * 16);
   }
   if (likely((d[0] | d[1]) == 0)) return SIZE_MAX;
   const uint8_t *p = (const uint8_t *)(b + 1);
@@ -295,54 +296,44 @@ MM_COLD __attribute__((noreturn)) void page_written_after_free(const block_t *b,
  * carved and never handed out, which no one can have freed and written
  * since), every byte past the two words must still hold the fill.  A
  * write after free aborts with the block's address and the byte.
- * The _damage calls give the byte at which b shows such a write (8: its
- * canary, 0: its link, 16 on: its body) or SIZE_MAX, for a caller that
- * reports it itself; the _check calls abort.  _words: the two words only;
- * _head: all of it (size: the page's block size). */
-MM_INLINE size_t page_free_words_damage(const extent_t *page, const block_t *b, const block_t *next) {
+ * page_free_head_damage gives the byte at which b shows such a write (8:
+ * its canary, 0: its link, 16 on: its body) or SIZE_MAX, for a caller that
+ * reports it itself (size: the page's block size); page_check_free_head
+ * aborts. */
+MM_INLINE size_t page_free_head_damage(const extent_t *page, const block_t *b, const block_t *next,
+                                       uint32_t size) {
   if (b->canary != block_canary_of(b)) return 8;
   /* the owner pops: its own xcarved; next is read from the block, so it may
    * be anything: an offset from 2^32 up is refused before the compare */
   uint64_t off = (uintptr_t)next - page->page_start;
   if (next && ((off >> 32) != 0 || !page_offset_is_block_own(page, off))) return 0;
-  return SIZE_MAX;
-}
-MM_INLINE size_t page_free_head_damage(const extent_t *page, const block_t *b, const block_t *next,
-                                       uint32_t size) {
-  size_t at = page_free_words_damage(page, b, next);
-  if (at != SIZE_MAX || (page->flags & MM_EXTENT_FRESH)) return at;
-  at = block_body_changed(b, size);
+  if (page->flags & MM_EXTENT_FRESH) return SIZE_MAX;
+  size_t at = block_body_changed(b, size);
   return at == SIZE_MAX ? at : sizeof(block_t) + at;
 }
-MM_INLINE void page_check_free_words(const extent_t *page, const block_t *b, const block_t *next) {
-  size_t at = page_free_words_damage(page, b, next);
-  if (unlikely(at != SIZE_MAX)) page_written_after_free(b, at);
-}
-MM_INLINE void page_check_free_head_sized(const extent_t *page, const block_t *b, const block_t *next,
-                                         uint32_t size) {
-  size_t at = page_free_head_damage(page, b, next, size);
-  if (unlikely(at != SIZE_MAX)) page_written_after_free(b, at);
-}
 MM_INLINE void page_check_free_head(const extent_t *page, const block_t *b, const block_t *next) {
-  page_check_free_head_sized(page, b, next, page->block_size);
+  size_t at = page_free_head_damage(page, b, next, page->block_size);
+  if (unlikely(at != SIZE_MAX)) page_written_after_free(b, at);
 }
-/* A block whose body is longer than this is filled and checked out of
- * line (memset and memcmp), whole: the inline fast paths then make no call
- * that returns, so they keep every value in registers the call may
- * change and save none on entry. */
-#define MM_BODY_INLINE_MAX (16 * 16 + sizeof(block_t))
+/* Is a block of this size's body filled and checked inline, by the fast
+ * paths where secure mode is built in: 0 to 16 steps of 16 bytes?  Longer
+ * ones go out of line (memset and memcmp), so that the inline paths make
+ * no call that returns and save no registers.  One compare for both
+ * bounds, so that the compiler knows k <= 16 in what follows and keeps no
+ * call to the out-of-line check there. */
+MM_INLINE bool block_body_inline(uint32_t size) {
+  return size - sizeof(block_t) <= 16 * 16;
+}
+/* The checked modes' pop (page.c): also page_pop_secure's, out of line,
+ * for a body that is not block_body_inline. */
 void *page_pop_checked(extent_t *page);
-/* page_pop_secure of a block whose body is longer (page.c). */
-void *page_pop_secure_big(extent_t *page);
 /* page_written_after_free (it never returns), typed so that the pop can
  * end in it by a jump, which needs no stack frame on its way in. */
 MM_COLD void *page_pop_damaged(const block_t *b, size_t at);
 /* The fast path's pop where secure mode is built in (mm_fast_checked). */
 MM_INLINE void *page_pop_secure(extent_t *page) {
   uint32_t size = page->block_size;
-  /* (one compare for both bounds: what follows then knows the body is
-   * 0 to 16 steps, and keeps no call to the out-of-line check) */
-  if (unlikely(size - sizeof(block_t) > MM_BODY_INLINE_MAX - sizeof(block_t))) return page_pop_secure_big(page);
+  if (unlikely(!block_body_inline(size))) return page_pop_checked(page);
   block_t *b = page->free, *next = block_next(b);
   size_t at = page_free_head_damage(page, b, next, size);
   if (unlikely(at != SIZE_MAX)) return page_pop_damaged(b, at); /* a jump: no frame here */

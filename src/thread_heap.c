@@ -412,8 +412,7 @@ MM_SLOW_PATH void thread_heap_page_empty_slow(thread_heap_t *th, extent_t *page)
 }
 
 void thread_heap_free_own_big(extent_t *page, block_t *b) {
-  block_fill_big(b + 1, page->block_size - sizeof(block_t)); /* block_on_free of a long body */
-  b->canary = block_canary_of(b);
+  block_on_free(page, b);
   page_push_local(page, b);
   if (--page->used == 0) thread_heap_page_empty_slow(mm_thread_heap, page);
 }

@@ -188,8 +188,8 @@ void thread_heap_page_empty(thread_heap_t *th, extent_t *page);
  * heartbeats, home to the page cache (th's lock held). */
 void thread_heap_empty_release(thread_heap_t *th, bool all);
 MM_SLOW_PATH void thread_heap_page_empty_slow(thread_heap_t *th, extent_t *page);
-/* Secure mode built in: the owner's free of a block whose body is longer
- * than MM_BODY_INLINE_MAX allows (fill, link, count, the page emptied). */
+/* Secure mode built in: the owner's free of a block whose body is not
+ * block_body_inline (fill, link, count, the page emptied). */
 void thread_heap_free_own_big(extent_t *page, block_t *b);
 bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size);
 /* the census: every page of a local heap by owner (thread_heap.c) */
@@ -267,8 +267,8 @@ MM_FAST_PATH void thread_heap_free_fast(void *p, const char *call) {
       uintptr_t canary = a ^ mm_canary_key;
       if (likely(page_offset_is_block_own(page, off) && b->canary != canary)) {
         if (mm_fast_checked) { /* secure mode built in: filled, link encoded */
-          uint32_t size = page->block_size; /* (both bounds in one compare, as page_pop_secure) */
-          if (unlikely(size - sizeof(block_t) > MM_BODY_INLINE_MAX - sizeof(block_t))) {
+          uint32_t size = page->block_size;
+          if (unlikely(!block_body_inline(size))) {
             thread_heap_free_own_big(page, b); /* filled by memset, out of line */
             return;
           }
