@@ -1101,17 +1101,31 @@ typedef struct {
 
 /* One op of trace thread `me` (an index into progress[]): the waits and
  * the program's own work before it, then the call. */
-static void replay_op(const rop_t *o, uint64_t me, pace_t *pc) {
-  atomic_store_explicit(&progress[me].at, o->at_ns, memory_order_release);
-  /* no thread runs more than LAG_NS of the trace's time ahead of another:
-   * the program's own hand-offs (a queue, a lock) kept its threads that
-   * close, and a replay without them would let a producer run ahead and
-   * hold memory the program never held */
+/* Thread me comes to a call made at at_ns in the trace: it says so, and
+ * every 64 calls waits until no other thread is more than LAG_NS behind
+ * (the program's own hand-offs, a queue, a lock, kept its threads that
+ * close, and a replay without them would let a producer run ahead and
+ * hold memory the program never held). */
+static inline void pace_arrive(uint64_t me, uint64_t at_ns, pace_t *pc) {
+  atomic_store_explicit(&progress[me].at, at_ns, memory_order_release);
   if (++pc->since_sync == 64) {
     pc->since_sync = 0;
     uint64_t reach;
-    if (o->at_ns > LAG_NS) wait_others(me, o->at_ns - LAG_NS, &reach);
+    if (at_ns > LAG_NS) wait_others(me, at_ns - LAG_NS, &reach);
   }
+}
+/* think ns of the program's own work (a short gap) owed; spun once a
+ * microsecond is owed, so that reading the clock does not become the work. */
+static inline void pace_owe(pace_t *pc, double think) {
+  if (think > 0) pc->owed += think;
+  if (pc->owed >= 1000) {
+    spin_ns(pc->owed);
+    pc->owed = 0;
+  }
+}
+
+static void replay_op(const rop_t *o, uint64_t me, pace_t *pc) {
+  pace_arrive(me, o->at_ns, pc);
   if (speed > 0) {
     /* the program's own work before this call (the recorded gap), scaled,
      * less what the call's block kept the thread waiting; CPU work in
@@ -1139,13 +1153,11 @@ static void replay_op(const rop_t *o, uint64_t me, pace_t *pc) {
         nanosleep(&ts, NULL);
       }
       wait_ready(o);
-    } else if ((think -= (double)wait_ready(o)) > 0) {
-      pc->owed += think;
+      think = 0;
+    } else {
+      think -= (double)wait_ready(o);
     }
-    if (pc->owed >= 1000) {
-      spin_ns(pc->owed);
-      pc->owed = 0;
-    }
+    pace_owe(pc, think);
   }
   exec_op(o);
 }
@@ -1204,19 +1216,8 @@ static inline size_t replay_plain(op_reader_t *r, uint64_t me, pace_t *pc) {
   uint32_t want = alloc ? gen2 : gen;
   if (atomic_load_explicit(&slot_gen[s], memory_order_acquire) != want) return 0;   /* waits */
   r->last_at = at;
-  atomic_store_explicit(&progress[me].at, at, memory_order_release);
-  if (++pc->since_sync == 64) {
-    pc->since_sync = 0;
-    uint64_t reach;
-    if (at > LAG_NS) wait_others(me, at - LAG_NS, &reach);
-  }
-  if (think > 0) {
-    pc->owed += think;
-    if (pc->owed >= 1000) {
-      spin_ns(pc->owed);
-      pc->owed = 0;
-    }
-  }
+  pace_arrive(me, at, pc);
+  if (think > 0) pace_owe(pc, think); /* (at speed 0 nothing is owed) */
   if (alloc) {
     size_t bytes = size;
     void *q;
@@ -1228,7 +1229,7 @@ static inline size_t replay_plain(op_reader_t *r, uint64_t me, pace_t *pc) {
       q = plain_alloc_other(op, size, arg, &bytes);
     if (!q) atomic_fetch_add_explicit(&differ, 1, memory_order_relaxed);
     touch(q, bytes);
-    slot_ptr[s] = q;
+    done_gen(slot2, gen2, q);
   } else {
     void *q = slot_ptr[s];
     if (!q) atomic_fetch_add_explicit(&null_releases, 1, memory_order_relaxed);   /* only after a refusal */
@@ -1238,9 +1239,8 @@ static inline size_t replay_plain(op_reader_t *r, uint64_t me, pace_t *pc) {
       op_delete_sized(q, size);
     else
       plain_release_other(op, q, size, arg);
-    slot_ptr[s] = NULL;
+    done_gen(slot, gen, NULL);
   }
-  atomic_store_explicit(&slot_gen[s], want + 1, memory_order_release);
   return (size_t)(p - start);
 }
 
