@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """fidelity.py — does a replay rank allocators as the real program does?
-Each program is recorded once on glibc, then run for real on every
+Each program is recorded once on glibc (--record-on NAME|PATH.so: on
+another allocator; a trace's gaps keep some of the cost of the allocator
+it was recorded on), then run for real on every
 allocator and replayed on every allocator (`mmtrace replay`, default
 speed: the recorded work between calls kept), several repetitions,
 allocators alternating.  Per program: Kendall's tau between the two
@@ -12,6 +14,7 @@ repetition's time).  Results: bench/results/<date>-<HHMM>-trace-fidelity-<host>/
 day does not overwrite the first.
 
     python3 trace/fidelity.py [--reps N] [--size tiny|quick] [--cases a,b] [--build-dir build] [--out DIR]
+                              [--record-on NAME|PATH.so]
 
 Programs: the make bench workloads at 2 threads, bwa mem -t 2, a
 two-thread CPython script with PYTHONMALLOC=malloc, and a C++ program
@@ -80,10 +83,11 @@ def self_agreement(reps_by_alloc):
                            for i, j in itertools.combinations(range(n), 2))
 
 
-def write_report(out, rows, alloc_names, reps, size, host, day, noise=None):
+def write_report(out, rows, alloc_names, reps, size, host, day, noise=None, recorded_on="glibc"):
+    opt = f" --record-on {recorded_on}" if recorded_on != "glibc" else ""
     lines = ["# Replay fidelity", "",
-             f"`python3 trace/fidelity.py --reps {reps} --size {size}` on {host}, {day}: each program recorded "
-             f"once on glibc, then run for real and replayed (default speed: the recorded work between calls "
+             f"`python3 trace/fidelity.py --reps {reps} --size {size}{opt}` on {host}, {day}: each program recorded "
+             f"once on {recorded_on}, then run for real and replayed (default speed: the recorded work between calls "
              f"kept) on {len(alloc_names)} allocators ({', '.join(alloc_names)}), {reps} repetitions each, "
              "allocators alternating; medians.", "",
              "tau: Kendall's tau between the allocators' order by real time and by replayed time (1: the same "
@@ -130,9 +134,9 @@ def from_csv(out):
             names.append(r["allocator"])
     rows = [(c, kendall_tau(d[0], d[1]), d[0], d[1], d[2], d[3]) for c, d in rows_by.items()]
     old = open(os.path.join(out, "report.md")).read()
-    m = re.search(r"--reps (\d+) --size (\w+)` on (.+?), (\d{4}-\d\d-\d\d)", old)
-    return write_report(out, rows, names, m.group(1), m.group(2), m.group(3), m.group(4),
-                        read_noise(os.path.join(out, "real_reps.csv")))
+    m = re.search(r"--reps (\d+) --size (\w+)(?: --record-on (\S+))?` on (.+?), (\d{4}-\d\d-\d\d)", old)
+    return write_report(out, rows, names, m.group(1), m.group(2), m.group(4), m.group(5),
+                        read_noise(os.path.join(out, "real_reps.csv")), m.group(3) or "glibc")
 
 
 def read_noise(path):
@@ -197,6 +201,7 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default="")
     ap.add_argument("--from-csv", default="", help="only re-render DIR/report.md from DIR/results.csv")
+    ap.add_argument("--record-on", default="", help="record on this allocator (a name or a .so) instead of glibc")
     a = ap.parse_args()
     if a.from_csv:
         print("\n".join(from_csv(a.from_csv)))
@@ -213,7 +218,8 @@ def main():
     for c in names:
         cmd, env = progs[c]
         trace = os.path.join(tmp, f"{c}.mmtrace")
-        r = subprocess.run([mmtrace, "record", "-o", trace, "--"] + cmd, env=dict(os.environ, **env),
+        on = ["--alloc", a.record_on] if a.record_on else []
+        r = subprocess.run([mmtrace, "record", "-o", trace] + on + ["--"] + cmd, env=dict(os.environ, **env),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if r.returncode != 0:
             raise SystemExit(f"fidelity: recording {c} failed: {r.stderr[-500:]}")
@@ -250,7 +256,8 @@ def main():
                 for i, t in enumerate(by[n]):
                     f.write(f"{c},{n},{i + 1},{t:.4f}\n")
     lines = write_report(out, rows, alloc_names, a.reps, a.size, f"{host} ({os.cpu_count()} CPUs)",
-                         datetime.date.today().isoformat(), read_noise(os.path.join(out, "real_reps.csv")))
+                         datetime.date.today().isoformat(), read_noise(os.path.join(out, "real_reps.csv")),
+                         a.record_on or "glibc")
     print("\n".join(lines))
     shutil.rmtree(tmp, ignore_errors=True)
 
