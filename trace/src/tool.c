@@ -239,7 +239,10 @@ static int cmd_record(int argc, char **argv) {
              old && *old ? old : "");
     setenv("MMTRACE_OUT", outabs, 1);
     setenv("MMTRACE_ROOT", root, 1);
-    if (peer[0]) setenv("MMTRACE_NEXT_PRELOAD", peer, 1);
+    /* what the recorder forwards to, for the header: --alloc's allocator,
+     * then whatever the environment preloaded already */
+    const char *next = preload + strlen(lib) + (preload[strlen(lib)] == ':');
+    if (*next) setenv("MMTRACE_NEXT_PRELOAD", next, 1);
     setenv("LD_PRELOAD", preload, 1);
     execvp(argv[i], argv + i);
     fprintf(stderr, "mmtrace: cannot run %s: %s\n", argv[i], strerror(errno));

@@ -67,20 +67,27 @@ def write_failure(mmtrace, prog, shim, work):
           f"{len(events)} events read back with --partial")
 
 
-def record_dump(mmtrace, prog, shim, work, name):
-    """The program recorded over the shim: the dump --times lines of its
-    calls, as (op, rest, unstamped, line)."""
+def record_dump(mmtrace, prog, shim, work, name, via_env=False):
+    """The program recorded over the shim (named by --alloc, or via_env: by
+    the environment's LD_PRELOAD, as a user who preloads an allocator
+    already would): the dump --times lines of its calls, as (op, rest,
+    unstamped, line).  The trace's header must name the shim as the
+    allocator under the tracer either way."""
     os.makedirs(work, exist_ok=True)
     trace = os.path.join(work, name)
     if os.path.exists(trace):
         os.unlink(trace)
-    r = subprocess.run([mmtrace, "record", "-o", trace, "--alloc", shim, "--", prog],
-                       capture_output=True, text=True)
+    env = dict(os.environ, LD_PRELOAD=shim) if via_env else None
+    r = subprocess.run([mmtrace, "record", "-o", trace] + ([] if via_env else ["--alloc", shim]) + ["--", prog],
+                       capture_output=True, text=True, env=env)
     if r.returncode != 0:
         fail(f"record: status {r.returncode}: {r.stderr.strip()}")
     d = subprocess.run([mmtrace, "dump", "--times", trace], capture_output=True, text=True)
     if d.returncode != 0:
         fail(f"dump: status {d.returncode}: {d.stderr.strip()}")
+    if f"# preload={shim}\n" not in d.stdout:
+        head = [x for x in d.stdout.splitlines() if x.startswith("#")]
+        fail(f"the trace's header does not name {shim} as the allocator under the tracer: {head}")
     calls = []
     for line in d.stdout.splitlines():
         if line.startswith("#"):
@@ -150,7 +157,12 @@ def main():
         write_failure(*sys.argv[2:6])
         return
     mmtrace, prog, shim, work = sys.argv[1:5]
-    calls = record_dump(mmtrace, prog, shim, work, "burst.mmtrace")
+    for via_env in (False, True):
+        check_rounds(record_dump(mmtrace, prog, shim, work, "burst.mmtrace", via_env),
+                     "LD_PRELOAD" if via_env else "--alloc")
+
+
+def check_rounds(calls, how):
     # the first round starts at the first malloc of 16 bytes
     start = next((k for k, c in enumerate(calls) if c[0] == "malloc" and c[1].startswith("size=16 ")), None)
     if start is None:
@@ -187,7 +199,7 @@ def main():
     if failed_unstamped < 8:
         fail(f"only {failed_unstamped} of the {failed} failed allocations are unstamped: "
              "the fast path's failure was not recorded often enough to be tested")
-    print(f"ok: 4 rounds of 96 allocations and 96 frees match, {failed} failed "
+    print(f"ok ({how}): 4 rounds of 96 allocations and 96 frees match, {failed} failed "
           f"({failed_unstamped} unstamped, on the fast path)")
 
 
