@@ -242,7 +242,10 @@ static int cmd_record(int argc, char **argv) {
     /* what the recorder forwards to, for the header: --alloc's allocator,
      * then whatever the environment preloaded already */
     const char *next = preload + strlen(lib) + (preload[strlen(lib)] == ':');
-    if (*next) setenv("MMTRACE_NEXT_PRELOAD", next, 1);
+    if (*next)
+      setenv("MMTRACE_NEXT_PRELOAD", next, 1);
+    else
+      unsetenv("MMTRACE_NEXT_PRELOAD");   /* not an outer trace's */
     setenv("LD_PRELOAD", preload, 1);
     execvp(argv[i], argv + i);
     fprintf(stderr, "mmtrace: cannot run %s: %s\n", argv[i], strerror(errno));
