@@ -90,7 +90,6 @@ void *page_pop_checked(extent_t *page) {
 
 MM_COLD void *page_pop_damaged(const block_t *b, size_t at) { page_written_after_free(b, at); }
 
-
 void page_init(extent_t *page, unsigned cls) {
   mm_assert_internal(page->kind == MM_EXTENT_PAGE && cls < MM_CLASSES);
   const size_class_t *sc = &mm_size_classes[cls];

@@ -232,17 +232,17 @@ static int cmd_record(int argc, char **argv) {
   pid_t pid = fork();
   if (pid < 0) { perror("mmtrace: fork"); return 2; }
   if (pid == 0) {
-    char root[32], preload[4 * PATH_MAX];
+    char root[32], next[3 * PATH_MAX], preload[4 * PATH_MAX];
     snprintf(root, sizeof root, "%d", (int)getpid());
     const char *old = getenv("LD_PRELOAD");
-    snprintf(preload, sizeof preload, "%s%s%s%s%s", lib, peer[0] ? ":" : "", peer, old && *old ? ":" : "",
-             old && *old ? old : "");
+    if (!old) old = "";
+    /* under the recorder: --alloc's allocator, then whatever the
+     * environment preloaded already; the header names them */
+    snprintf(next, sizeof next, "%s%s%s", peer, peer[0] && old[0] ? ":" : "", old);
+    snprintf(preload, sizeof preload, "%s%s%s", lib, next[0] ? ":" : "", next);
     setenv("MMTRACE_OUT", outabs, 1);
     setenv("MMTRACE_ROOT", root, 1);
-    /* what the recorder forwards to, for the header: --alloc's allocator,
-     * then whatever the environment preloaded already */
-    const char *next = preload + strlen(lib) + (preload[strlen(lib)] == ':');
-    if (*next)
+    if (next[0])
       setenv("MMTRACE_NEXT_PRELOAD", next, 1);
     else
       unsetenv("MMTRACE_NEXT_PRELOAD");   /* not an outer trace's */
