@@ -40,6 +40,6 @@ for name, (cmd, extra) in PROGS.items():
             for mode, mm, t, menv in modes:
                 x = replay(mm, t, path, dict(os.environ, **menv))
                 ratios.setdefault((a, mode), []).append(x / t_real)
-            t_real2 = real(cmd, env, path)
+            real(cmd, env, path)   # a second real run, not used (it ran so; kept as it ran)
     for a, _ in ALLOCS:
         print(name, a, "  ".join(f"{m} {statistics.median(ratios[(a, m)]):.2f}" for m in ("E-carry", "E-nocarry", "HEAD")), flush=True)
