@@ -5,7 +5,9 @@
  * the allocator it normally uses.  It also wraps pthread_create, so that a
  * new thread is registered when it starts (its time before its first call
  * is in the trace), and ends the exiting thread at exit.  The file format
- * is trace_format.h.
+ * is trace_format.h.  It loads nothing into the program beyond the C
+ * library (not even the unwinder its frames name: see _Unwind_Resume), and
+ * leaves its own library out of the memory it records (put_memory).
  *
  * The recording path (one call of the program):
  *   1. thread state from TLS (registered on the thread's first call), and
@@ -91,6 +93,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -820,10 +823,98 @@ static uint64_t status_kb(const char *s, size_t n, const char *key) {
   return 0;
 }
 
+/* The recorder's own library, by the device and inode /proc/self/smaps
+ * names its mappings with (own_file_identify, at start). */
+static struct { bool known; unsigned major, minor; uint64_t ino; } own_file;
+
+static void own_file_identify(void) {
+  Dl_info info;
+  struct stat st;
+  if (dladdr((void *)own_file_identify, &info) && info.dli_fname && stat(info.dli_fname, &st) == 0) {
+    own_file.major = major(st.st_dev);
+    own_file.minor = minor(st.st_dev);
+    own_file.ino = st.st_ino;
+    own_file.known = true;
+  }
+}
+
+/* The number at *p in base 10 or 16, *p past it. */
+static uint64_t scan_num(const char **p, const char *end, unsigned base) {
+  uint64_t v = 0;
+  for (; *p < end; ++*p) {
+    unsigned c = (unsigned char)**p, d = c - '0' <= 9 ? c - '0' : (c | 0x20) - 'a' + 10u;
+    if (d >= base) break;
+    v = v * base + d;
+  }
+  return v;
+}
+/* One line of /proc/self/smaps, [s, end): a mapping's first line sets
+ * *mine (is it the recorder's library?), its "Rss:" line adds to kb[0],
+ * its "Anonymous:" line (pages written, no longer the file's) to kb[1]. */
+static void own_smaps_line(const char *s, const char *end, bool *mine, uint64_t kb[2]) {
+  const char *p = s;
+  while (p < end && *p != ' ' && *p != ':') p++;
+  if (p < end && *p == ':') {                   /* "Key:   value kB" */
+    int which = p - s == 3 && memcmp(s, "Rss", 3) == 0 ? 0 : p - s == 9 && memcmp(s, "Anonymous", 9) == 0 ? 1 : -1;
+    if (*mine && which >= 0) {
+      for (p++; p < end && *p == ' '; p++) {}
+      kb[which] += scan_num(&p, end, 10);
+    }
+    return;
+  }
+  /* "lo-hi perms offset major:minor inode path": past three fields */
+  for (int field = 0; field < 3; field++) {
+    while (p < end && *p != ' ') p++;
+    while (p < end && *p == ' ') p++;
+  }
+  unsigned maj = (unsigned)scan_num(&p, end, 16);
+  if (p < end && *p == ':') p++;
+  unsigned min = (unsigned)scan_num(&p, end, 16);
+  while (p < end && *p == ' ') p++;
+  uint64_t ino = scan_num(&p, end, 10);
+  *mine = ino == own_file.ino && maj == own_file.major && min == own_file.minor;
+}
+/* KiB of the recorder's own library resident now, from /proc/self/smaps,
+ * without allocating (also in a signal handler): kb[0] all of it, kb[1] the
+ * part no longer backed by the file (its written data); 0 if it cannot
+ * say. */
+static void own_file_kb(uint64_t kb[2]) {
+  kb[0] = kb[1] = 0;
+  if (!own_file.known) return;
+  int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[2048];                               /* small: this may run on a small stack, in a signal handler */
+  size_t have = 0;
+  bool mine = false, skip = false;
+  for (;;) {
+    ssize_t m = read(fd, buf + have, sizeof buf - have);
+    if (m < 0 && errno == EINTR) continue;
+    if (m <= 0) break;
+    have += (size_t)m;
+    char *line = buf, *end = buf + have, *nl;
+    while ((nl = memchr(line, '\n', (size_t)(end - line))) != NULL) {
+      if (!skip) own_smaps_line(line, nl, &mine, kb);
+      skip = false;
+      line = nl + 1;
+    }
+    if (line == buf && have == sizeof buf) {    /* a longer line (a mapping with a long path): */
+      skip = true;                              /* not the recorder's, whose path is short */
+      mine = false;
+      line = end;
+    }
+    have = (size_t)(end - line);
+    memmove(buf, line, have);
+  }
+  close(fd);
+  if (kb[1] > kb[0]) kb[1] = kb[0];
+}
+
 /* The memory record at q (format 3): the image's peak RSS and its resident
  * memory backed by files and shared memory, read from /proc/self/status
- * without allocating (also in a signal handler); nothing if it cannot be
- * read.  Returns the record's end. */
+ * without allocating (also in a signal handler), each less the recorder's
+ * own library's resident pages (own_file_kb), which the program without
+ * the recorder would not have; nothing if it cannot be read.  Returns the
+ * record's end. */
 static unsigned char *put_memory(unsigned char *q) {
   char buf[4096];
   int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
@@ -838,6 +929,11 @@ static unsigned char *put_memory(unsigned char *q) {
   close(fd);
   uint64_t peak = status_kb(buf, n, "VmHWM:");
   uint64_t file = status_kb(buf, n, "RssFile:") + status_kb(buf, n, "RssShmem:");
+  if (!peak) return q;
+  uint64_t own[2];
+  own_file_kb(own);
+  peak = peak > own[0] ? peak - own[0] : 0;
+  file = file > own[0] - own[1] ? file - (own[0] - own[1]) : 0;
   if (!peak) return q;
   unsigned char *start = q;
   *q++ = MMT_REC_MEMORY;
@@ -950,6 +1046,10 @@ static void after_fork_child(void) {
   if (self) thread_begin(self, now_ticks());
 }
 
+/* the unwinder's functions, for frames a C++ exception unwinds (below) */
+static void *_Atomic unwinder_personality, *_Atomic unwinder_resume;
+static void *unwinder_sym(void *_Atomic *cache, const char *name);
+
 static void init(void) {
   int expected = 0;
   if (!atomic_compare_exchange_strong(&init_state, &expected, 1)) return;
@@ -970,6 +1070,8 @@ static void init(void) {
 #undef RESOLVE
   if (!real.malloc || !real.free || !real.calloc || !real.realloc)
     die("mmtrace: cannot find the malloc family under the tracer (dlsym RTLD_NEXT)\n");
+  unwinder_sym(&unwinder_personality, "__gcc_personality_v0");   /* a C++ program has it now */
+  unwinder_sym(&unwinder_resume, "_Unwind_Resume");
   atomic_store(&init_state, 2);
   if (!getenv("MMTRACE_OUT")) return;
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -985,6 +1087,7 @@ static void init(void) {
   }
   shadow_top = top;
   if (pthread_key_create(&exit_key, thread_exit) != 0) return;
+  own_file_identify();
   epoch = 1;
   if (!start_file(0)) return;
   pthread_atfork(NULL, NULL, after_fork_child);
@@ -1418,7 +1521,37 @@ static void *next_sym(const char *name) {
 
 /* A throwing operator new unwinds through these frames (compiled with
  * -fexceptions): the cleanup records the call as failed and leaves the
- * traced state, which the normal return does itself. */
+ * traced state, which the normal return does itself.  The two functions of
+ * the unwinder the compiler makes such frames name, the C personality
+ * routine and _Unwind_Resume, the recorder defines (hidden) as calls of the
+ * unwinder's own, found when first needed.  Only a program that throws
+ * comes to them, and such a program has loaded the unwinder itself (the C++
+ * library needs it), so the recorder does not load it into every C
+ * program it traces: 96 KiB of resident code that the trace's memory record
+ * would count as the program's. */
+/* The unwinder's definition of name, looked up once (at start, where the
+ * program has the unwinder already, else at the first unwinding); NULL
+ * while there is none. */
+static void *unwinder_sym(void *_Atomic *cache, const char *name) {
+  void *fn = atomic_load_explicit(cache, memory_order_relaxed);
+  if (!fn) {
+    fn = dlsym(RTLD_DEFAULT, name);             /* ours are hidden: never found */
+    atomic_store_explicit(cache, fn, memory_order_relaxed);
+  }
+  return fn;
+}
+typedef int (*personality_fn)(int, int, uint64_t, void *, void *);
+int __gcc_personality_v0(int version, int actions, uint64_t cls, void *exc, void *ctx) {
+  personality_fn fn = (personality_fn)unwinder_sym(&unwinder_personality, "__gcc_personality_v0");
+  if (!fn) abort();                             /* unwinding, and no unwinder: cannot happen */
+  return fn(version, actions, cls, exc, ctx);
+}
+void _Unwind_Resume(void *exc) {
+  void (*fn)(void *) = (void (*)(void *))unwinder_sym(&unwinder_resume, "_Unwind_Resume");
+  if (!fn) abort();
+  fn(exc);
+  abort();                                      /* _Unwind_Resume does not return */
+}
 typedef struct { tstate_t *t; unsigned op; size_t align, n; bool done; } new_guard_t;
 static void new_unwound(new_guard_t *g) {
   if (!g->done) rec_alloc(g->t, g->op, g->align, 0, g->n, NULL);

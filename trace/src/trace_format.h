@@ -13,7 +13,8 @@
  *            'M' memory (version 3): varint peak_kb | varint file_kb
  *                       | u32 fnv(the record's bytes before it)
  *                       (the image's resident memory when it ended: its peak,
- *                       and the part of it backed by files and shared memory;
+ *                       and the part of it backed by files and shared memory,
+ *                       both less the recorder's own library;
  *                       at most once, just before an end or signal record)
  *            'E' end:   varint chunks | u32 "END."   (the image exited normally)
  *            'S' signal: varint signo | varint chunks | u32 "SIG."  (it died of a signal)
