@@ -1503,9 +1503,29 @@ typedef void *(*new_nt_fn)(size_t, const void *);
 typedef void *(*new_al_fn)(size_t, size_t);
 typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
 
+/* name's definition in one of the libraries named, if the program has
+ * loaded it where the global scope does not reach (dlopen without
+ * RTLD_GLOBAL, as an interpreter loads a C++ extension: the library's
+ * calls of operator new find the recorder's, which is preloaded, but
+ * RTLD_NEXT and RTLD_DEFAULT search only the global scope).  The reference
+ * dlopen takes is kept, so that the library stays while the recorder may
+ * call into it. */
+static void *sym_in_loaded(const char *name, const char *const *libs) {
+  for (; *libs; libs++) {
+    void *h = dlopen(*libs, RTLD_LAZY | RTLD_NOLOAD);
+    void *f = h ? dlsym(h, name) : NULL;
+    if (f) return f;
+    if (h) dlclose(h);
+  }
+  return NULL;
+}
+static const char *const cxx_libs[] = {"libstdc++.so.6", "libc++.so.1", NULL};
+static const char *const unwinder_libs[] = {"libgcc_s.so.1", "libunwind.so.1", NULL};
+
 static void *next_sym(const char *name) {
   ensure_init();
   void *f = dlsym(RTLD_NEXT, name);
+  if (!f) f = sym_in_loaded(name, cxx_libs);
   if (!f) {
     char msg[200];
     snprintf(msg, sizeof msg, "mmtrace: %s not found under the tracer\n", name);
@@ -1536,6 +1556,7 @@ static void *unwinder_sym(void *_Atomic *cache, const char *name) {
   void *fn = atomic_load_explicit(cache, memory_order_relaxed);
   if (!fn) {
     fn = dlsym(RTLD_DEFAULT, name);             /* ours are hidden: never found */
+    if (!fn) fn = sym_in_loaded(name, unwinder_libs);
     atomic_store_explicit(cache, fn, memory_order_relaxed);
   }
   return fn;
