@@ -91,6 +91,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -221,7 +222,10 @@ static _Atomic(tstate_t *) all_states;
 static atomic_uint_fast64_t next_tidx;
 static pthread_key_t exit_key;
 
-static int trace_fd = -1;
+static _Atomic int trace_fd = -1;    /* the trace file, at a high number (trace_fd_high) */
+static char trace_path[4096];       /* its name, to open it again (trace_fd_ours) */
+static dev_t trace_dev;             /* and its identity */
+static ino_t trace_ino;
 static pid_t trace_pid;              /* the process that writes trace_fd (a vfork child must not) */
 static uint64_t start_ticks, start_ns;   /* the trace's time zero, in both clocks */
 static unsigned epoch;               /* 1..15: changes in each forked child */
@@ -286,22 +290,73 @@ static _Atomic uint64_t long_ticks = LONG_GAP_NS;
 
 /* ---- writing ------------------------------------------------------------- */
 
+/* The trace file's descriptor is the recorder's, but the number is the
+ * program's to use: a shell's `exec 3>file` (dup2 onto 3), a daemon closing
+ * every descriptor, a program that reuses a number it believes free.  So
+ * the file is moved to a number the program is unlikely to pick (three
+ * quarters of the descriptor limit, at most 1000), and before each write
+ * the recorder checks that the number still names its file (fstat: the
+ * same device and inode).  If it does not (the program closed it, or put
+ * its own file there), the recorder opens its file again by name and goes
+ * on at a new number, leaving the old one to the program: nothing is
+ * written into a file of the program's, none of the trace is lost.  (A
+ * program that replaces the descriptor between the check and the write
+ * can still receive one chunk; that window is a few instructions.) */
+static int trace_fd_high(int fd) {
+  struct rlimit rl;
+  long lo = 1000;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)(rl.rlim_cur / 4 * 3) < lo)
+    lo = (long)(rl.rlim_cur / 4 * 3);
+  if (lo <= fd) return fd;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)lo);
+  if (high < 0) return fd;                      /* none free up there: keep the low one */
+  close(fd);
+  return high;
+}
+
+static bool fd_is_trace(int fd) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == trace_dev && st.st_ino == trace_ino;
+}
+
+/* The trace file's descriptor, checked (above); -1 (errno set) if the file
+ * cannot be had again. */
+static int trace_fd_ours(void) {
+  int fd = atomic_load(&trace_fd);
+  if (LIKELY(fd_is_trace(fd))) return fd;
+  int again = open(trace_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (again < 0) return -1;
+  if (!fd_is_trace(again)) {                    /* another file by that name now */
+    close(again);
+    errno = ESTALE;
+    return -1;
+  }
+  again = trace_fd_high(again);
+  if (!atomic_compare_exchange_strong(&trace_fd, &fd, again)) {
+    close(again);                               /* another thread did it first: use its */
+    return fd;
+  }
+  return again;
+}
+
 /* One record, appended whole; false if writing failed, after cutting the
  * part of it that was written (a file past its size limit or its disk's
  * room keeps whole records only, which `--partial` reads). */
 static bool write_all(const struct iovec *iov, int n) {
+  int fd = trace_fd_ours();
+  if (fd < 0) return false;
   struct iovec v[4];
   memcpy(v, iov, sizeof(struct iovec) * (size_t)n);
   int i = 0;
   off_t done = 0;
   while (i < n) {
-    ssize_t w = writev(trace_fd, v + i, n - i);
+    ssize_t w = writev(fd, v + i, n - i);
     if (w < 0) {
       if (errno == EINTR) continue;
       int e = errno;
       struct stat st;
-      if (done && fstat(trace_fd, &st) == 0 && st.st_size >= done) {
-        int rc = ftruncate(trace_fd, st.st_size - done);
+      if (done && fstat(fd, &st) == 0 && st.st_size >= done) {
+        int rc = ftruncate(fd, st.st_size - done);
         (void)rc;
       }
       errno = e;
@@ -773,11 +828,12 @@ static bool write_header(pid_t forked_from) {
 }
 
 static int open_trace(const char *base, bool root) {
-  char path[4096];
+  char *path = trace_path;
+  const size_t pathsize = sizeof trace_path;
   for (int k = root ? -1 : 0; k < 1000; k++) {
-    if (k < 0) snprintf(path, sizeof path, "%s", base);
-    else if (k == 0) snprintf(path, sizeof path, "%s.%d", base, (int)getpid());
-    else snprintf(path, sizeof path, "%s.%d.%d", base, (int)getpid(), k);
+    if (k < 0) snprintf(path, pathsize, "%s", base);
+    else if (k == 0) snprintf(path, pathsize, "%s.%d", base, (int)getpid());
+    else snprintf(path, pathsize, "%s.%d.%d", base, (int)getpid(), k);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0 || errno != EEXIST) {
       if (fd < 0) {
@@ -785,6 +841,12 @@ static int open_trace(const char *base, bool root) {
         int m = snprintf(msg, sizeof msg, "mmtrace: cannot create %s: %s; not tracing\n", path, strerror(errno));
         ssize_t r = write(2, msg, (size_t)m);
         (void)r;
+      }
+      struct stat st;
+      if (fd >= 0 && fstat(fd, &st) == 0) {
+        trace_dev = st.st_dev;
+        trace_ino = st.st_ino;
+        fd = trace_fd_high(fd);
       }
       return fd;
     }
@@ -797,8 +859,9 @@ static bool start_file(pid_t forked_from) {
   if (!base || !*base) return false;
   const char *root = getenv("MMTRACE_ROOT");
   bool is_root = root && atoi(root) == (int)getpid() && !forked_from;
-  trace_fd = open_trace(base, is_root);
-  if (trace_fd < 0) return false;
+  int fd = open_trace(base, is_root);
+  if (fd < 0) return false;
+  atomic_store(&trace_fd, fd);
   trace_pid = getpid();
   clock_pair(&start_ns, &start_ticks);
   if (!write_header(forked_from)) {
@@ -1032,8 +1095,8 @@ static void after_fork_child(void) {
   }
   pthread_mutex_init(&pool_lock, NULL);
   pthread_mutex_init(&shadow_lock, NULL);
-  close(trace_fd);
-  trace_fd = -1;
+  int fd = atomic_exchange(&trace_fd, -1);
+  if (fd_is_trace(fd)) close(fd);                /* the parent's file; a number the program took stays */
   atomic_store(&closed, false);
   atomic_store(&ending, false);
   atomic_store(&chunks_written, 0);
