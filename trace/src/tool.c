@@ -197,6 +197,59 @@ static void say_written(const char *path, void *arg) {
   }
 }
 
+/* The file execvp would run for cmd (cmd itself if it names a path, else
+ * the first match on PATH): false if none. */
+static bool find_program(const char *cmd, char *out, size_t n) {
+  if (strchr(cmd, '/')) {
+    snprintf(out, n, "%s", cmd);
+    return access(out, X_OK) == 0;
+  }
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+  for (const char *p = path; *p;) {
+    size_t len = strcspn(p, ":");
+    snprintf(out, n, "%.*s%s%s", (int)len, p, len ? "/" : "", cmd);
+    if (access(out, X_OK) == 0) return true;
+    p += len + (p[len] == ':');
+  }
+  return false;
+}
+
+/* Why a recorded command left no trace at all (the recorder writes its
+ * file's header when it is loaded, so no file means it never was): the
+ * dynamic loader ignores LD_PRELOAD for a set-user-ID or set-group-ID
+ * program, and a statically linked one has no loader (an ELF file without
+ * an interpreter, PT_INTERP).  NULL when neither applies. */
+static const char *no_preload_reason(const char *cmd) {
+  char path[PATH_MAX];
+  struct stat st;
+  if (!find_program(cmd, path, sizeof path) || stat(path, &st) != 0) return NULL;
+  if (st.st_mode & (S_ISUID | S_ISGID))
+    return "is set-user-ID or set-group-ID, and the dynamic loader ignores LD_PRELOAD for such a program";
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  unsigned char eh[64];
+  bool is_static = false;
+  if (fread(eh, 1, sizeof eh, f) == sizeof eh && memcmp(eh, "\177ELF", 4) == 0 && eh[4] == 2 && eh[5] == 1) {
+    uint64_t phoff;                              /* 64-bit little-endian: this machine's programs */
+    uint16_t phentsize, phnum;
+    memcpy(&phoff, eh + 32, 8);
+    memcpy(&phentsize, eh + 54, 2);
+    memcpy(&phnum, eh + 56, 2);
+    is_static = phentsize >= 4;
+    for (unsigned k = 0; k < phnum && is_static; k++) {
+      uint32_t type;
+      if (fseek(f, (long)(phoff + (uint64_t)k * phentsize), SEEK_SET) != 0 || fread(&type, 4, 1, f) != 1) {
+        is_static = false;                      /* unreadable: say nothing */
+        break;
+      }
+      if (type == 3) is_static = false;         /* PT_INTERP: it has a loader */
+    }
+  }
+  fclose(f);
+  return is_static ? "is statically linked: there is no dynamic loader to preload the recorder into it" : NULL;
+}
+
 static int cmd_record(int argc, char **argv) {
   const char *out = NULL, *alloc = NULL;
   int i = 1;
@@ -262,7 +315,14 @@ static int cmd_record(int argc, char **argv) {
   if (w.files > 1)
     fprintf(stderr, "mmtrace: the largest is %s (%lld bytes): the image that made the most calls\n", w.largest,
             w.largest_bytes);
-  if (!w.files) fprintf(stderr, "mmtrace: %s made no allocation call: no trace written\n", argv[i]);
+  if (!w.files) {
+    const char *why = no_preload_reason(argv[i]);
+    if (why)
+      fprintf(stderr, "mmtrace: %s %s: no trace written\n", argv[i], why);
+    else
+      fprintf(stderr, "mmtrace: %s did not load the recorder (it cleared LD_PRELOAD, or ran no program "
+                      "that the dynamic loader loads): no trace written\n", argv[i]);
+  }
   if (WIFSIGNALED(status)) {
     fprintf(stderr, "mmtrace: %s was killed by signal %d\n", argv[i], WTERMSIG(status));
     return 128 + WTERMSIG(status);
