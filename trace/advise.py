@@ -100,8 +100,10 @@ def main():
     rep = load_report()
     found = rep.findings(s) if rep else []
     prog = os.path.basename(s.get("program") or "?")
+    nth = len(s['threads'])
+    threads = f"{nth} thread" + ("" if nth == 1 else "s")
     lines = [f"# Allocator advice for `{prog}`", "",
-             f"From `{a.trace}`: {s['events']} events in {len(s['threads'])} threads, replayed on {len(rows)} "
+             f"From `{a.trace}`: {s['events']} events in {threads}, replayed on {len(rows)} "
              f"configurations, {a.reps} runs each, allocators alternating, medians (speed {a.speed}: "
              + ("the program's recorded work between calls kept" if a.speed != "0" else "calls back to back")
              + ").", "",
@@ -122,7 +124,7 @@ def main():
     for title, text, prop in found:
         lines.append(f"- **{title}.** {text} This stresses {prop}.")
     remote = s["remote_releases"] / s["releases"] if s["releases"] else 0
-    lines += ["", f"Remote frees are {100 * remote:.1f}% of the releases; {len(s['threads'])} threads; "
+    lines += ["", f"Remote frees are {100 * remote:.1f}% of the releases; {threads}; "
               f"peak live set {s['peak_live_bytes'] / 1048576:.1f} MiB.", "",
               "## All configurations", "", "| configuration | time s | vs fastest | peak RSS MiB | vs leanest | "
               "page faults |", "|---|---|---|---|---|---|"]
