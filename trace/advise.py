@@ -104,7 +104,7 @@ def main():
     threads = f"{nth} thread" + ("" if nth == 1 else "s")
     lines = [f"# Allocator advice for `{prog}`", "",
              f"From `{a.trace}`: {s['events']} events in {threads}, replayed on {len(rows)} "
-             f"configurations, {a.reps} run{"" if a.reps == 1 else "s"} each, allocators alternating, medians (speed {a.speed}: "
+             f"configurations, {a.reps} run{'' if a.reps == 1 else 's'} each, allocators alternating, medians (speed {a.speed}: "
              + ("the program's recorded work between calls kept" if a.speed != "0" else "calls back to back")
              + ").", "",
              f"- **Fastest:** {describe(fastest)}: {figures(fastest)}.",
