@@ -344,7 +344,7 @@ def write_report(s, out, made, note):
     failed = sum(v[1] for v in calls.values())
     lines = [f"# Allocation pattern of `{os.path.basename(s['program'] or '?')}`", "",
              f"Trace `{s['trace']}`: {' '.join(s['args'])}", "",
-             f"- {n_calls} calls in {len(s['threads'])} threads over {seconds(s['duration_ns'])} "
+             f"- {n_calls} calls in {len(s['threads'])} thread{'' if len(s['threads']) == 1 else 's'} over {seconds(s['duration_ns'])} "
              f"(the run ended: {s['ending']}); {failed} failed; allocator under the trace: "
              f"{s['preload'] or 'the C library'}; recorded on {s['host']} ({s['cpus']} CPUs).",
              f"- {allocs} allocations, {human(s['allocated_bytes'])} in all; median size bucket from "

@@ -1597,9 +1597,9 @@ int mmt_cmd_replay(int argc, char **argv) {
     return WIFEXITED(pstatus) && WEXITSTATUS(pstatus) ? WEXITSTATUS(pstatus) : 2;
   }
   fclose(sf);
-  fprintf(stderr, "mmtrace replay: %" PRIu64 " calls in %" PRIu64 " threads, %" PRIu64 " slots, prepared in %.2f s"
+  fprintf(stderr, "mmtrace replay: %" PRIu64 " calls in %" PRIu64 " thread%s, %" PRIu64 " slots, prepared in %.2f s"
           "; %" PRIu64 " releases of unknown pointers skipped\n",
-          prep.ops, prep.nth, prep.nslots, (double)(mono() - tp) / 1e9, prep.skipped_unknown);
+          prep.ops, prep.nth, prep.nth == 1 ? "" : "s", prep.nslots, (double)(mono() - tp) / 1e9, prep.skipped_unknown);
   if (prep.skewed)
     fprintf(stderr, "mmtrace replay: %" PRIu64 " releases are stamped before their block's allocation (the clock "
             "differs between CPUs): threads blocked in the trace wait for their own time only\n", prep.skewed);
@@ -1703,8 +1703,9 @@ int mmt_cmd_replay(int argc, char **argv) {
   for (int a = 0; a < na; a++)
     printf("| %s | %.3f | %.2f | %.1f | %ld |\n", allocs[a].name, allocs[a].secs[reps / 2],
            allocs[a].secs[reps / 2] / best, (double)allocs[a].rss_kb[reps / 2] / 1024, allocs[a].faults[reps / 2]);
-  printf("\nmedians of %d runs, allocators alternating; %" PRIu64 " calls in %" PRIu64 " threads; speed %g; "
-         "touch %s; peak RSS and page faults without the replayer's own tables\n", reps, prep.ops, prep.nth, spd, touch_mode);
+  printf("\nmedians of %d run%s, allocators alternating; %" PRIu64 " calls in %" PRIu64 " thread%s; speed %g; "
+         "touch %s; peak RSS and page faults without the replayer's own tables\n", reps, reps == 1 ? "" : "s", prep.ops,
+         prep.nth, prep.nth == 1 ? "" : "s", spd, touch_mode);
   if (prep.memory_known)
     printf("peak RSS counts the program's own code and files as it had them resident (%.1f MiB, from the "
            "trace) in place of the replayer's\n", (double)prep.file_kb / 1024);
