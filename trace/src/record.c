@@ -946,7 +946,8 @@ static void own_file_kb(uint64_t kb[2]) {
   if (!own_file.known) return;
   int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
-  char buf[2048];                               /* small: this may run on a small stack, in a signal handler */
+  static char buf[2048];                        /* not on the stack: this may run in a signal handler on a
+                                                   thread's small stack; one caller at a time (put_memory) */
   size_t have = 0;
   bool mine = false, skip = false;
   for (;;) {
@@ -979,7 +980,8 @@ static void own_file_kb(uint64_t kb[2]) {
  * the recorder would not have; nothing if it cannot be read.  Returns the
  * record's end. */
 static unsigned char *put_memory(unsigned char *q) {
-  char buf[4096];
+  static char buf[4096];                        /* not on the stack (own_file_kb says why); put_memory runs
+                                                   once per image, in write_end after `ending` was taken */
   int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return q;
   size_t n = 0;
