@@ -1113,7 +1113,6 @@ static void after_fork_child(void) {
 
 /* the unwinder's functions, for frames a C++ exception unwinds (below) */
 static void *_Atomic unwinder_personality, *_Atomic unwinder_resume;
-static void *unwinder_sym(void *_Atomic *cache, const char *name);
 
 static void init(void) {
   int expected = 0;
@@ -1135,8 +1134,10 @@ static void init(void) {
 #undef RESOLVE
   if (!real.malloc || !real.free || !real.calloc || !real.realloc)
     die("mmtrace: cannot find the malloc family under the tracer (dlsym RTLD_NEXT)\n");
-  unwinder_sym(&unwinder_personality, "__gcc_personality_v0");   /* a C++ program has it now */
-  unwinder_sym(&unwinder_resume, "_Unwind_Resume");
+  /* a C++ program's unwinder is loaded already: found now, not while unwinding
+   * (a library loaded later without RTLD_GLOBAL is looked for then) */
+  atomic_store(&unwinder_personality, dlsym(RTLD_DEFAULT, "__gcc_personality_v0"));
+  atomic_store(&unwinder_resume, dlsym(RTLD_DEFAULT, "_Unwind_Resume"));
   atomic_store(&init_state, 2);
   if (!getenv("MMTRACE_OUT")) return;
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -1614,9 +1615,9 @@ static void *next_sym(const char *name) {
  * library needs it), so the recorder does not load it into every C
  * program it traces: 96 KiB of resident code that the trace's memory record
  * would count as the program's. */
-/* The unwinder's definition of name, looked up once (at start, where the
- * program has the unwinder already, else at the first unwinding); NULL
- * while there is none. */
+/* The unwinder's definition of name, looked up once (init found it where
+ * the program had the unwinder at start, else at the first unwinding);
+ * NULL while there is none. */
 static void *unwinder_sym(void *_Atomic *cache, const char *name) {
   void *fn = atomic_load_explicit(cache, memory_order_relaxed);
   if (!fn) {
