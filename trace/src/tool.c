@@ -11,6 +11,8 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -228,23 +230,16 @@ static const char *no_preload_reason(const char *cmd) {
     return "is set-user-ID or set-group-ID, and the dynamic loader ignores LD_PRELOAD for such a program";
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
-  unsigned char eh[64];
-  bool is_static = false;
-  if (fread(eh, 1, sizeof eh, f) == sizeof eh && memcmp(eh, "\177ELF", 4) == 0 && eh[4] == 2 && eh[5] == 1) {
-    uint64_t phoff;                              /* 64-bit little-endian: this machine's programs */
-    uint16_t phentsize, phnum;
-    memcpy(&phoff, eh + 32, 8);
-    memcpy(&phentsize, eh + 54, 2);
-    memcpy(&phnum, eh + 56, 2);
-    is_static = phentsize >= 4;
-    for (unsigned k = 0; k < phnum && is_static; k++) {
-      uint32_t type;
-      if (fseek(f, (long)(phoff + (uint64_t)k * phentsize), SEEK_SET) != 0 || fread(&type, 4, 1, f) != 1) {
-        is_static = false;                      /* unreadable: say nothing */
-        break;
-      }
-      if (type == 3) is_static = false;         /* PT_INTERP: it has a loader */
-    }
+  ElfW(Ehdr) eh;                                 /* this machine's class: the programs it runs */
+  bool is_static = fread(&eh, sizeof eh, 1, f) == 1 && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+                   eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
+                   eh.e_phentsize >= sizeof(ElfW(Phdr));
+  for (unsigned k = 0; is_static && k < eh.e_phnum; k++) {
+    ElfW(Phdr) ph;
+    if (fseek(f, (long)(eh.e_phoff + (uint64_t)k * eh.e_phentsize), SEEK_SET) != 0 || fread(&ph, sizeof ph, 1, f) != 1)
+      is_static = false;                         /* unreadable: say nothing */
+    else if (ph.p_type == PT_INTERP)
+      is_static = false;                         /* it has a loader */
   }
   fclose(f);
   return is_static ? "is statically linked: there is no dynamic loader to preload the recorder into it" : NULL;
