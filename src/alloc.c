@@ -110,6 +110,24 @@ static MM_NOINLINE void *alloc_checked(thread_heap_t *th, size_t size, size_t al
   return p;
 }
 
+/* The class's current page has no free block left, but the owner freed
+ * blocks into it since its last refill: those become its free list and the
+ * first is handed out at once, with no lock and no heartbeat (page_refill's
+ * first step, on lists that are the owner's alone), a tenth of the full slow
+ * path's instructions.  Every MM_HEARTBEAT_CALLS-th time (counted with the
+ * free slow paths' calls) it gives NULL instead, so that the caller takes
+ * the full slow path and a thread that cycles through its own pages still
+ * beats: it takes its inbox, hands over its batches and marks itself
+ * active.  Not for the checked modes (their pops check), nor for
+ * mm_heap_empty (its pages have no frees, so it is never written). */
+MM_INLINE void *refill_quick(thread_heap_t *th, extent_t *page) {
+  if (page->local_free == NULL || (++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) == 0) return NULL;
+  mm_assert_internal(!mm_slow_only && th != &mm_heap_empty);
+  page_take_local_frees(page);
+  block_t *b = page->free;
+  return page_take_block(page, b, b->next);
+}
+
 /* Sizes above MM_DIRECT_MAX, from the fast path: the first page of the
  * class has a free block (no lock: the owner's own page, as on the fast
  * path), else a slow path, told the class. */
@@ -120,6 +138,7 @@ void *thread_heap_malloc_medium(thread_heap_t *th, size_t size) {
     if (likely(page != NULL)) {
       block_t *b = page->free;
       if (likely(b != NULL)) return page_take_block(page, b, b->next);
+      if ((b = refill_quick(th, page)) != NULL) return b;
     }
     if (likely(th != &mm_heap_empty)) return thread_heap_alloc_class_slow(th, c);
   }
@@ -165,6 +184,10 @@ static MM_NOINLINE void *malloc_checked(thread_heap_t *th, size_t size) {
 
 MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
   if (unlikely(mm_slow_only)) return malloc_checked(th, size);
+  if (likely(size <= MM_DIRECT_MAX)) {
+    void *p = refill_quick(th, th->direct[(size + 15) >> 4]);
+    if (p) return p;
+  }
   return malloc_slow(th, size);
 }
 

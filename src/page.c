@@ -214,8 +214,7 @@ static void page_extend(extent_t *page) {
 bool page_refill(extent_t *page) {
   if (page->free) return true;
   if (page->local_free) {
-    page->free = page->local_free;
-    page->local_free = NULL;
+    page_take_local_frees(page);
     page->flags &= (uint8_t)~MM_EXTENT_FRESH;
     return true;
   }

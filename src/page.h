@@ -339,6 +339,18 @@ MM_INLINE void *page_pop_secure(extent_t *page) {
   if (unlikely(at != SIZE_MAX)) return page_pop_damaged(b, at); /* a jump: no frame here */
   return page_take_block(page, b, next);
 }
+/* The blocks the owner freed since the last refill become the page's free
+ * list, which is empty (owner only, no lock: both lists are the owner's).
+ * The local list is emptied first, so that a fork between the two stores
+ * leaves those blocks on neither list (lost to the child, counted in
+ * use), never on both. */
+MM_INLINE void page_take_local_frees(extent_t *page) {
+  mm_assert_internal(page->free == NULL && page->local_free != NULL);
+  block_t *list = page->local_free;
+  page->local_free = NULL;
+  atomic_order_stores();
+  page->free = list;
+}
 /* Pop a block from a page whose free list is not empty (owner only). */
 MM_INLINE void *page_pop(extent_t *page) {
   mm_assert(page->free != NULL);

@@ -15,12 +15,16 @@
  *       (secure mode built in: page_pop_secure; a body over 16 steps of
  *       16 bytes checked out of line, page_pop_checked)
  *     ├ thread_heap_malloc_medium          n > 1 KiB, alloc.c, noinline
- *     │   the first page of its class has a free block: page_take_block
+ *     │   the first page of its class has a free block: page_take_block;
+ *     │   or local frees: refill_quick (below)
  *     │   └ thread_heap_alloc_class_slow   none: as below, class known
  *     └ thread_heap_malloc_slow                  MM_SLOW_PATH, alloc.c
  *         checked modes (secure, zero on free): malloc_checked, the
  *           class's first page popped without the lock by
  *           page_pop_checked; else alloc_checked
+ *         the current page has local frees: refill_quick, no lock (they
+ *           become its free list); every MM_HEARTBEAT_CALLS-th time, as
+ *           below instead, so that the heart beats
  *         first call of a thread: thread_heap_init_current (lifecycle.c)
  *         holding the heap's lock (thread_heap_lock):
  *         thread_heap_beat (remote.h): take the inbox if lane 0 says so
