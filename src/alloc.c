@@ -111,21 +111,21 @@ static MM_NOINLINE void *alloc_checked(thread_heap_t *th, size_t size, size_t al
 }
 
 /* The class's current page has no free block left, but the owner freed
- * blocks into it since its last refill: those become its free list and the
- * first is handed out at once, with no lock and no heartbeat (page_refill's
- * first step, on lists that are the owner's alone), a tenth of the full slow
- * path's instructions.  Every MM_HEARTBEAT_CALLS-th time (counted with the
- * free slow paths' calls) it gives NULL instead, so that the caller takes
- * the full slow path and a thread that cycles through its own pages still
- * beats: it takes its inbox, hands over its batches and marks itself
- * active.  Not for the checked modes (their pops check), nor for
- * mm_heap_empty (its pages have no frees, so it is never written). */
-MM_INLINE void *refill_quick(thread_heap_t *th, extent_t *page) {
-  if (page->local_free == NULL || (++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) == 0) return NULL;
-  mm_assert_internal(!mm_slow_only && th != &mm_heap_empty);
+ * blocks into it since its last refill: those become its free list at once
+ * (true), with no lock and no heartbeat (page_refill's first step, on lists
+ * that are the owner's alone), a tenth of the full slow path's
+ * instructions.  Every MM_HEARTBEAT_CALLS-th time (counted with the free
+ * slow paths' calls) false instead, so that the caller takes the full slow
+ * path and a thread that cycles through its own pages still beats: it
+ * takes its inbox, hands over its batches and marks itself active.  The
+ * checked modes' caller clears MM_EXTENT_FRESH (never set otherwise) and
+ * pops with the check.  Never true for mm_heap_empty (its pages have no
+ * frees, so it is never written). */
+MM_INLINE bool refill_quick(thread_heap_t *th, extent_t *page) {
+  if (page->local_free == NULL || (++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) == 0) return false;
+  mm_assert_internal(th != &mm_heap_empty);
   page_take_local_frees(page);
-  block_t *b = page->free;
-  return page_take_block(page, b, b->next);
+  return true;
 }
 
 /* Sizes above MM_DIRECT_MAX, from the fast path: the first page of the
@@ -138,7 +138,7 @@ void *thread_heap_malloc_medium(thread_heap_t *th, size_t size) {
     if (likely(page != NULL)) {
       block_t *b = page->free;
       if (likely(b != NULL)) return page_take_block(page, b, b->next);
-      if ((b = refill_quick(th, page)) != NULL) return b;
+      if (refill_quick(th, page)) return page_take_block(page, page->free, page->free->next);
     }
     if (likely(th != &mm_heap_empty)) return thread_heap_alloc_class_slow(th, c);
   }
@@ -172,12 +172,17 @@ static MM_SLOW_PATH void *malloc_slow(thread_heap_t *th, size_t size) {
 /* Not cold: in secure mode and zero-on-free (not valgrind, which must see
  * every block) every malloc comes here, and most of those of a small size
  * leave at once: the first page of the class, popped without the lock as
- * the fast path would (the owner alone pops), but checked.  (A thread
- * without a heap yet has no page in its queues.) */
+ * the fast path would (the owner alone pops), but checked, after a quick
+ * refill from the owner's frees if its list ran out.  (A thread without a
+ * heap yet has no page in its queues.) */
 static MM_NOINLINE void *malloc_checked(thread_heap_t *th, size_t size) {
   if (size <= MM_SMALL_MAX && !mm_vg_rz) {
     extent_t *page = th->queue[size_class_of(size)].first;
     if (page && page->free) return page_pop_checked(page);
+    if (page && refill_quick(th, page)) {
+      page->flags &= (uint8_t)~MM_EXTENT_FRESH;
+      return page_pop_checked(page);
+    }
   }
   return malloc_slow(th, size);
 }
@@ -185,8 +190,8 @@ static MM_NOINLINE void *malloc_checked(thread_heap_t *th, size_t size) {
 MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
   if (unlikely(mm_slow_only)) return malloc_checked(th, size);
   if (likely(size <= MM_DIRECT_MAX)) {
-    void *p = refill_quick(th, th->direct[(size + 15) >> 4]);
-    if (p) return p;
+    extent_t *page = th->direct[(size + 15) >> 4];
+    if (refill_quick(th, page)) return page_take_block(page, page->free, page->free->next);
   }
   return malloc_slow(th, size);
 }

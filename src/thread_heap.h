@@ -19,12 +19,12 @@
  *     │   or local frees: refill_quick (below)
  *     │   └ thread_heap_alloc_class_slow   none: as below, class known
  *     └ thread_heap_malloc_slow                  MM_SLOW_PATH, alloc.c
- *         checked modes (secure, zero on free): malloc_checked, the
- *           class's first page popped without the lock by
- *           page_pop_checked; else alloc_checked
  *         the current page has local frees: refill_quick, no lock (they
  *           become its free list); every MM_HEARTBEAT_CALLS-th time, as
  *           below instead, so that the heart beats
+ *         checked modes (secure, zero on free): malloc_checked, the
+ *           class's first page (refill_quick if it ran out) popped
+ *           without the lock by page_pop_checked; else alloc_checked
  *         first call of a thread: thread_heap_init_current (lifecycle.c)
  *         holding the heap's lock (thread_heap_lock):
  *         thread_heap_beat (remote.h): take the inbox if lane 0 says so
