@@ -113,7 +113,7 @@ static MM_NOINLINE void *alloc_checked(thread_heap_t *th, size_t size, size_t al
 /* The class's current page has no free block left, but the owner freed
  * blocks into it since its last refill: those become its free list at once
  * (true), with no lock and no heartbeat (page_refill's first step, on lists
- * that are the owner's alone), a tenth of the full slow path's
+ * that are the owner's alone), a sixth of the full slow path's
  * instructions.  Every MM_HEARTBEAT_CALLS-th time (counted with the free
  * slow paths' calls) false instead, so that the caller takes the full slow
  * path and a thread that cycles through its own pages still beats: it
