@@ -118,9 +118,8 @@ static MM_NOINLINE void *alloc_checked(thread_heap_t *th, size_t size, size_t al
  * slow paths' calls) false instead, so that the caller takes the full slow
  * path and a thread that cycles through its own pages still beats: it
  * takes its inbox, hands over its batches and marks itself active.  The
- * checked modes' caller clears MM_EXTENT_FRESH (never set otherwise) and
- * pops with the check.  Never true for mm_heap_empty (its pages have no
- * frees, so it is never written). */
+ * caller pops with page_pop (checked in the checked modes).  Never true for
+ * mm_heap_empty (its pages have no frees, so it is never written). */
 MM_INLINE bool refill_quick(thread_heap_t *th, extent_t *page) {
   if (page->local_free == NULL || (++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) == 0) return false;
   mm_assert_internal(th != &mm_heap_empty);
@@ -138,7 +137,7 @@ void *thread_heap_malloc_medium(thread_heap_t *th, size_t size) {
     if (likely(page != NULL)) {
       block_t *b = page->free;
       if (likely(b != NULL)) return page_take_block(page, b, b->next);
-      if (refill_quick(th, page)) return page_take_block(page, page->free, page->free->next);
+      if (refill_quick(th, page)) return page_pop(page);
     }
     if (likely(th != &mm_heap_empty)) return thread_heap_alloc_class_slow(th, c);
   }
@@ -178,11 +177,7 @@ static MM_SLOW_PATH void *malloc_slow(thread_heap_t *th, size_t size) {
 static MM_NOINLINE void *malloc_checked(thread_heap_t *th, size_t size) {
   if (size <= MM_SMALL_MAX && !mm_vg_rz) {
     extent_t *page = th->queue[size_class_of(size)].first;
-    if (page && page->free) return page_pop_checked(page);
-    if (page && refill_quick(th, page)) {
-      page->flags &= (uint8_t)~MM_EXTENT_FRESH;
-      return page_pop_checked(page);
-    }
+    if (page && (page->free || refill_quick(th, page))) return page_pop_checked(page);
   }
   return malloc_slow(th, size);
 }
@@ -191,7 +186,7 @@ MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
   if (unlikely(mm_slow_only)) return malloc_checked(th, size);
   if (likely(size <= MM_DIRECT_MAX)) {
     extent_t *page = th->direct[(size + 15) >> 4];
-    if (refill_quick(th, page)) return page_take_block(page, page->free, page->free->next);
+    if (refill_quick(th, page)) return page_pop(page);
   }
   return malloc_slow(th, size);
 }

@@ -215,7 +215,6 @@ bool page_refill(extent_t *page) {
   if (page->free) return true;
   if (page->local_free) {
     page_take_local_frees(page);
-    page->flags &= (uint8_t)~MM_EXTENT_FRESH;
     return true;
   }
   if (page->reserved < page->capacity) {

@@ -343,13 +343,18 @@ MM_INLINE void *page_pop_secure(extent_t *page) {
  * list, which is empty (owner only, no lock: both lists are the owner's).
  * The local list is emptied first, so that a fork between the two stores
  * leaves those blocks on neither list (lost to the child, counted in
- * use), never on both. */
+ * use), never on both.  The list is no longer one of blocks never handed
+ * out: MM_EXTENT_FRESH goes.  Only the checked modes set that mark
+ * (page_extend), so only they clear it, and the default mode does not
+ * touch the descriptor's second line here. */
 MM_INLINE void page_take_local_frees(extent_t *page) {
   mm_assert_internal(page->free == NULL && page->local_free != NULL);
   block_t *list = page->local_free;
   page->local_free = NULL;
   atomic_order_stores();
   page->free = list;
+  if (mm_slow_only) page->flags &= (uint8_t)~MM_EXTENT_FRESH;
+  mm_assert_internal(!(page->flags & MM_EXTENT_FRESH));
 }
 /* Pop a block from a page whose free list is not empty (owner only). */
 MM_INLINE void *page_pop(extent_t *page) {
