@@ -11,10 +11,11 @@ import re
 import subprocess
 import sys
 
+from trace_check import Check
 
-def fail(msg):
-    print(f"check_dlopen: FAIL: {msg}", file=sys.stderr)
-    sys.exit(1)
+
+CHECK = Check("check_dlopen")
+fail = CHECK.fail
 
 
 def main():
@@ -24,12 +25,10 @@ def main():
     if plain.returncode != 0 or "caught=1" not in plain.stdout:
         fail(f"untraced: status {plain.returncode}, {plain.stdout!r} {plain.stderr[-300:]}")
     trace = os.path.join(work, "dlthrow.mmtrace")
-    r = subprocess.run([mmtrace, "record", "-o", trace, "--", prog, lib], capture_output=True, text=True)
-    if r.returncode != 0 or "caught=1" not in r.stdout:
-        fail(f"recorded: status {r.returncode}, {r.stdout!r} {r.stderr[-500:]}")
-    d = subprocess.run([mmtrace, "dump", trace], capture_output=True, text=True)
-    if d.returncode != 0:
-        fail(f"dump: status {d.returncode}: {d.stderr[-300:]}")
+    r = CHECK.run([mmtrace, "record", "-o", trace, "--", prog, lib], "recorded")
+    if "caught=1" not in r.stdout:
+        fail(f"recorded: {r.stdout!r} {r.stderr[-500:]}")
+    d = CHECK.run([mmtrace, "dump", trace], "dump")
     if not re.search(r"^\d+ T0 new\[\] size=\d+ failed$", d.stdout, re.M):
         fail(f"no failed new[] in the trace:\n{d.stdout[-1500:]}")
     print("check_dlopen: ok (operator new[] of a library loaded RTLD_LOCAL threw through the recorder)")

@@ -9,32 +9,28 @@ recorder opened its file again by name and went on).
 """
 import os
 import re
-import subprocess
 import sys
+
+from trace_check import Check
 
 ROUNDS, LINES = 200, 100
 
 
-def fail(msg):
-    print(f"check_fdreuse: FAIL: {msg}", file=sys.stderr)
-    sys.exit(1)
+CHECK = Check("check_fdreuse")
+fail = CHECK.fail
 
 
 def main():
     mmtrace, prog, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
     out, trace = os.path.join(work, "program-output.txt"), os.path.join(work, "fdreuse.mmtrace")
-    r = subprocess.run([mmtrace, "record", "-o", trace, "--", prog, out], capture_output=True, text=True)
-    if r.returncode != 0:
-        fail(f"record: status {r.returncode}: {r.stderr[-500:]}")
+    CHECK.run([mmtrace, "record", "-o", trace, "--", prog, out], "record")
     with open(out, "rb") as f:
         data = f.read()
     want = b"a line of the program's own\n" * LINES
     if data != want:
         fail(f"the program's file holds {len(data)} bytes, not its {len(want)}: the trace was written into it")
-    s = subprocess.run([mmtrace, "stats", trace], capture_output=True, text=True)
-    if s.returncode != 0:
-        fail(f"stats: status {s.returncode}: {s.stderr[-300:]}")
+    s = CHECK.run([mmtrace, "stats", trace], "stats")
     for op in ("malloc", "free"):
         m = re.search(r'"%s": \[(\d+), (\d+)\]' % op, s.stdout)
         if not m or int(m.group(1)) < ROUNDS * 1000:

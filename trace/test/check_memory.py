@@ -15,18 +15,16 @@ import re
 import subprocess
 import sys
 
+from trace_check import Check
 
-def fail(msg):
-    print(f"check_memory: FAIL: {msg}", file=sys.stderr)
-    sys.exit(1)
+
+CHECK = Check("check_memory")
+fail = CHECK.fail
 
 
 def check(mmtrace, prog, work, mapped=None):
     trace = os.path.join(work, "selfmem.mmtrace")
-    r = subprocess.run([mmtrace, "record", "-o", trace, "--", prog] + ([mapped] if mapped else []),
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        fail(f"record: status {r.returncode}: {r.stderr[-500:]}")
+    r = CHECK.run([mmtrace, "record", "-o", trace, "--", prog] + ([mapped] if mapped else []), "record")
     said = re.search(r"^files=(\d+) recorder=(\d+) unwinder=(\d)$", r.stdout, re.M)
     if not said:
         fail(f"selfmem said: {r.stdout!r}")

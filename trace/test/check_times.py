@@ -10,15 +10,15 @@ when it starts, and the exiting thread ends at exit.
 """
 import os
 import re
-import subprocess
 import sys
+
+from trace_check import Check
 
 MS = 1000000
 
 
-def fail(msg):
-    print(f"check_times: FAIL: {msg}", file=sys.stderr)
-    sys.exit(1)
+CHECK = Check("check_times")
+fail = CHECK.fail
 
 
 def main():
@@ -27,12 +27,8 @@ def main():
     trace = os.path.join(work, "times.mmtrace")
     if os.path.exists(trace):
         os.unlink(trace)
-    r = subprocess.run([mmtrace, "record", "-o", trace, "--", prog], capture_output=True, text=True)
-    if r.returncode != 0:
-        fail(f"record: status {r.returncode}: {r.stderr[-500:]}")
-    d = subprocess.run([mmtrace, "dump", "--times", trace], capture_output=True, text=True)
-    if d.returncode != 0:
-        fail(f"dump: status {d.returncode}: {d.stderr[-500:]}")
+    CHECK.run([mmtrace, "record", "-o", trace, "--", prog], "record")
+    d = CHECK.run([mmtrace, "dump", "--times", trace], "dump")
     version = re.search(r"^# mmtrace version (\d+)$", d.stdout, re.M)
     if not version or int(version.group(1)) < 2:
         fail("the trace is not format version 2 or later (version 3 adds only the memory record)")
