@@ -103,6 +103,11 @@ WORKLOADS = {
         {"tiny": "rounds=6 ops=20000 slots=2048 batch=256",
          "quick": "rounds=10 ops=20000",
          "full": "rounds=40 ops=50000"}),
+    "cover": (
+        "a logic minimiser's covers: cube arrays grown by realloc, split and merged (espresso's pattern)",
+        {"tiny": "passes=8 cubes=100 depth=4",
+         "quick": "passes=200",
+         "full": "passes=1000 cubes=1000"}),
     "realloc-grow": (
         "vectors grown by doubling realloc from 16 B to 64 MiB",
         {"tiny": "vectors=4 max=1048576",
