@@ -56,9 +56,9 @@ static void *alloc_class(thread_heap_t *th, unsigned c) {
 }
 
 /* A block above the small classes (or too aligned for them): a large
- * extent, or a huge mapping.  room: realloc is moving a growing block (a
- * large one is placed with room behind it; from MM_GROW_MAP_MIN on it gets
- * a mapping of its own, to grow by mremap).  No thread heap lock needed. */
+ * extent, or a huge mapping.  room: realloc is moving a growing block (from
+ * MM_GROW_MAP_MIN on it gets a mapping of its own, to grow by mremap; below
+ * it, first fit like any other).  No thread heap lock needed. */
 void *thread_heap_alloc_big(thread_heap_t *th, size_t size, size_t align, bool zero, bool room) {
   if (size > PTRDIFF_MAX) {
     errno = ENOMEM;
@@ -66,7 +66,7 @@ void *thread_heap_alloc_big(thread_heap_t *th, size_t size, size_t align, bool z
   }
   if (size >= MM_HUGE_MIN || align > MM_SLOT_SIZE / 8 || (room && size >= MM_GROW_MAP_MIN))
     return local_heap_alloc_huge(th->local, size, align, zero, room);
-  return local_heap_alloc_large(th->local, size, align, zero, room);
+  return local_heap_alloc_large(th->local, size, align, zero);
 }
 
 /* Any allocation, once th is known: small classes (aligned ones when

@@ -4,15 +4,18 @@
  *
  * Layer: local heap.  Every function runs under its heap's lock.
  *
- * Placement: pages and new large blocks come from the lowest-addressed
- * extent that fits (first fit): they pack at the bottom of the slots and
- * reuse recently freed, still resident memory.  A large block that realloc
- * has to move (it grows) is placed in the middle of the largest free extent
- * when that is at least four times its size: the Mmalloc paper's "memory
- * increment" ([Mmalloc] in docs/sources.md), room behind the block for the
- * next growth to happen in place.  (Placing every large block that way, as
- * the paper does, spreads them over the slot and touches fresh datablocks
- * instead of reusing freed ones: RSS grew by 70% on the thread-churn test.)
+ * Placement: pages and large blocks, growing ones included, come from the
+ * lowest-addressed extent that fits (first fit): they pack at the bottom of
+ * the slots and reuse recently freed, still resident memory.  A block grows
+ * in place when the extent right behind it is free (large.c).
+ * (The Mmalloc paper's "memory increment" places a block in the middle of
+ * the largest free extent, leaving room behind it to grow into.  Done for
+ * every large block, that spread them over the slot and touched fresh
+ * datablocks instead of reusing freed ones: RSS grew by 70% on the
+ * thread-churn test.  Done for the blocks realloc moves, it sent every
+ * growing array to fresh memory while the holes the arrays left stayed
+ * dirty: 2.4 times glibc's peak RSS on the cover workload, 1.4 with first
+ * fit; docs/design.md.)
  *
  * Invariants: the trees hold every FREE extent of the heap's slots,
  * coalesced (no two free extents touch); a FREE extent's first and last
@@ -366,14 +369,10 @@ static bool extent_commit(slot_t *slot, uintptr_t start, size_t n) {
 }
 
 /* An extent of n datablocks aligned to align_datablocks, carved from h's
- * free space and committed.  room: place it with room behind to grow into
- * (the middle of the largest free extent), in the main tree only: a medium
- * block grows to 128 KiB at most, and medium blocks placed that way were
- * scattered over fresh memory instead of reusing the holes freed ones left
- * (gcstrings, two threads on one local heap: 150 MiB against 96 first
- * fit).  Lock held.
- * NULL with errno ENOMEM when there is no address space or commit charge. */
-extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks, bool room) {
+ * free space (the lowest extent that fits: first fit) and committed.  Lock
+ * held.  NULL with errno ENOMEM when there is no address space or commit
+ * charge. */
+extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks) {
   mm_assert_internal(local_heap_locked(h));
   size_t need = n + align_datablocks - 1;
   if (need > region_slot_data_datablocks()) {
@@ -382,13 +381,7 @@ extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks
   }
   bool relieved = false;
   for (int attempt = 0; attempt < 2; attempt++) {
-    itree_node_t *node = NULL;
-    if (room && t == MM_TREE_MAIN && align_datablocks == 1) {
-      node = interval_tree_largest(&h->trees[t]);
-      if (node && node->ndatablocks < 4 * n) node = NULL;
-    }
-    bool middle = node != NULL;
-    if (!node) node = interval_tree_first_fit(&h->trees[t], need);
+    itree_node_t *node = interval_tree_first_fit(&h->trees[t], need);
     if (!node) {
       extent_t *f = heap_grow(h, t);
       if (!f) {
@@ -396,10 +389,9 @@ extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks
         return NULL;
       }
       node = &f->node;
-      middle = room && t == MM_TREE_MAIN && align_datablocks == 1 && node->ndatablocks >= 4 * n;
     }
     extent_t *f = extent_of_node(node);
-    size_t off = middle ? (f->node.ndatablocks - n) / 2 : 0;
+    size_t off = 0;
     if (align_datablocks > 1) {
       uintptr_t a = (uintptr_t)align_datablocks << MM_DATABLOCK_SHIFT;
       uintptr_t s = (f->node.start + a - 1) & ~(a - 1);
@@ -407,7 +399,6 @@ extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks
     }
     slot_t *slot = slot_of_extent(f);
     if (f->flags & MM_EXTENT_UNMAPPED) {
-      if (off && align_datablocks == 1) off = 0; /* keep the rest in one piece */
       void *s = (void *)(f->node.start + (off << MM_DATABLOCK_SHIFT));
       size_t bytes = n << MM_DATABLOCK_SHIFT;
       if (!os_reserve_at(s, bytes)) {
@@ -442,8 +433,6 @@ extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks
       return NULL;
     }
     extent_t *e = extent_carve(h, f, off, n);
-    if (!e && off && align_datablocks == 1 && !(f->flags & MM_EXTENT_UNMAPPED))
-      e = extent_carve(h, f, 0, n);
     if (e) return e;
     if (f->flags & MM_EXTENT_UNMAPPED)
       os_release((void *)(f->node.start + (off << MM_DATABLOCK_SHIFT)), n << MM_DATABLOCK_SHIFT);

@@ -5,8 +5,7 @@
  *
  * Layer: local heap.
  *
- * A large block is placed by first fit, or with room behind it when it is
- * growing and above the medium size (extent.c); realloc grows it in place
+ * A large block is placed by first fit (extent.c); realloc grows it in place
  * into the free extent right behind it and shrinks it by giving the tail
  * back.  A freed huge mapping
  * waits in its heap's huge cache for the purge delay, so that a program
@@ -27,16 +26,15 @@
 
 /* ---- large blocks ---------------------------------------------------------------- */
 
-/* A LARGE block of size bytes.  room: the block is growing (realloc moved
- * it): place it with room behind.  Otherwise first fit, which reuses the
+/* A LARGE block of size bytes, placed by first fit, which reuses the
  * lowest (and most likely resident) free memory. */
-void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero, bool room) {
+void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero) {
   size_t n = guarded_datablocks((size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT);
   size_t align_datablocks = align > MM_DATABLOCK_SIZE ? align >> MM_DATABLOCK_SHIFT : 1;
   local_heap_lock(h);
   local_heap_check(h);
   int tree = n <= MM_MEDIUM_DATABLOCKS ? MM_TREE_MEDIUM : MM_TREE_MAIN;
-  extent_t *e = extent_alloc(h, tree, n, align_datablocks, room);
+  extent_t *e = extent_alloc(h, tree, n, align_datablocks);
   if (e) {
     e->kind = MM_EXTENT_LARGE;
     region_map_ends(e);

@@ -196,7 +196,7 @@ void local_heap_purger_stats(uint32_t *state, uint64_t *purges, uint64_t *wakeup
 
 /* ---- large.c: blocks handed out whole ------------------------------------------ */
 
-void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero, bool room);
+void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero);
 void local_heap_free_large(extent_t *e, bool purge);
 bool local_heap_resize_large(extent_t *e, size_t size);
 void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero, bool growing);

@@ -32,7 +32,7 @@ extent_t *extent_insert_free(local_heap_t *h, extent_t *e);
 /* An extent of n datablocks aligned to align_datablocks, carved from h's
  * free space in tree t (MM_TREE_MAIN or MM_TREE_MEDIUM: its slots) and
  * committed; NULL with errno ENOMEM. */
-extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks, bool room);
+extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks);
 /* Make [end, end + more datablocks) of the free extent r usable by a block
  * growing into it. */
 bool extent_grow_commit(slot_t *slot, extent_t *r, uintptr_t end, size_t more);

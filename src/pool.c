@@ -338,7 +338,7 @@ static void *depot_take(pool_t *pl, uint64_t want, uint64_t *got) {
 /* ---- create, release, destroy ------------------------------------------------------------ */
 
 void *pool_meta_alloc(size_t size) {
-  void *p = local_heap_alloc_large(pool_local_heap(), size, MM_CACHE_LINE, true, false);
+  void *p = local_heap_alloc_large(pool_local_heap(), size, MM_CACHE_LINE, true);
   if (!p) errno = ENOMEM;
   return p;
 }

@@ -82,7 +82,7 @@ void *thread_heap_realloc(void *p, size_t size) {
    * and the copy may read bytes past the size the user asked for (we do
    * not keep it): memcheck is told not to report that. */
   void *q;
-  if (size > old && size > MM_SMALL_MAX && !mm_vg_rz) { /* growing: leave it room to grow */
+  if (size > old && size > MM_SMALL_MAX && !mm_vg_rz) { /* growing: from 1 MiB on, a mapping */
     thread_heap_t *th = thread_heap_current();
     q = th ? thread_heap_alloc_big(th, size, 0, false, true) : NULL;
   } else {

@@ -156,7 +156,7 @@ static void heap_checker_tests(void) {
   /* two pages, one given back (cached), one abandoned, a large block */
   extent_t *p1 = local_heap_take_page_block(h, mm_size_classes[cls].ndatablocks, 1, 0, claim, &cls);
   extent_t *p2 = local_heap_take_page_block(h, mm_size_classes[cls].ndatablocks, 1, 0, claim, &cls);
-  void *large = local_heap_alloc_large(h, 100000, 0, false, false);
+  void *large = local_heap_alloc_large(h, 100000, 0, false);
   REQUIRE("pages and a large block", p1 && p2 && large);
   local_heap_lock(h);
   page_clear_owner(p1);

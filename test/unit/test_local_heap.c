@@ -106,7 +106,7 @@ static void drop(local_heap_t *h, int i) {
  * code deleted its descriptor, leaving a gap in the tiling and map entries
  * naming a descriptor that could be reused.) */
 static void test_lost_hole(local_heap_t *h) {
-  void *p = local_heap_alloc_large(h, 1 << 20, 0, false, false);
+  void *p = local_heap_alloc_large(h, 1 << 20, 0, false);
   REQUIRE("a block before the hole", p != NULL);
   slot_t *slot = slot_of_address((uintptr_t)p);
   extent_t *pe = region_extent_at(slot, (uintptr_t)p);
@@ -128,7 +128,7 @@ static void test_lost_hole(local_heap_t *h) {
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   REQUIRE("a foreign mapping in the hole", q == (void *)s);
   memset(q, 0x77, 64 << 10);
-  void *r = local_heap_alloc_large(h, 1 << 20, 0, false, false);
+  void *r = local_heap_alloc_large(h, 1 << 20, 0, false);
   CHECK("the allocation goes elsewhere", r != NULL && ((uintptr_t)r >= s + bytes ||
                                                       (uintptr_t)r + (1 << 20) <= s));
   CHECK("the hole is kept as a LOST extent", region_extent_at(slot, s) == f &&
@@ -153,7 +153,7 @@ static void test_lost_hole(local_heap_t *h) {
 static void test_medium_apart(local_heap_t *h) {
   enum { NBUF = 8, NMED = 64 };
   void *buf[NBUF], *med[NMED], *again[NBUF];
-  for (int i = 0; i < NBUF; i++) buf[i] = local_heap_alloc_large(h, 1 << 20, 0, false, false);
+  for (int i = 0; i < NBUF; i++) buf[i] = local_heap_alloc_large(h, 1 << 20, 0, false);
   for (int i = 0; i < NBUF; i++) REQUIRE("a buffer", buf[i] != NULL);
   uintptr_t lo = UINTPTR_MAX, hi = 0;
   for (int i = 0; i < NBUF; i++) {
@@ -164,7 +164,7 @@ static void test_medium_apart(local_heap_t *h) {
     local_heap_free_large(region_extent_at(slot_of_address(a), a), false);
   }
   for (int i = 0; i < NMED; i++) {
-    med[i] = local_heap_alloc_large(h, 64 << 10, 0, false, false);
+    med[i] = local_heap_alloc_large(h, 64 << 10, 0, false);
     REQUIRE("a medium block", med[i] != NULL);
     CHECK("a medium block is in a medium slot", slot_of_address((uintptr_t)med[i])->tree == MM_TREE_MEDIUM);
     CHECK("a medium block is outside the buffers' holes",
@@ -172,7 +172,7 @@ static void test_medium_apart(local_heap_t *h) {
   }
   int reused = 0;
   for (int i = 0; i < NBUF; i++) {
-    again[i] = local_heap_alloc_large(h, 1 << 20, 0, false, false);
+    again[i] = local_heap_alloc_large(h, 1 << 20, 0, false);
     REQUIRE("a buffer again", again[i] != NULL);
     if ((uintptr_t)again[i] >= lo && (uintptr_t)again[i] < hi) reused++;
   }
@@ -188,18 +188,47 @@ static void test_medium_apart(local_heap_t *h) {
     local_heap_unlock(h);
     CHECK("the checker catches a free extent in the other tree", caught_tree);
   }
-  { /* a growing medium block (room asked) takes the first hole, not the
-       middle of the largest free extent */
+  { /* a medium block takes the first hole */
     void *hole = med[NMED / 2];
     local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)hole), (uintptr_t)hole), false);
-    med[NMED / 2] = local_heap_alloc_large(h, 64 << 10, 0, false, true);
-    CHECK("a growing medium block reuses the first hole", med[NMED / 2] == hole);
+    med[NMED / 2] = local_heap_alloc_large(h, 64 << 10, 0, false);
+    CHECK("a medium block reuses the first hole", med[NMED / 2] == hole);
   }
   for (int i = 0; i < NMED; i++)
     local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)med[i]), (uintptr_t)med[i]), false);
   for (int i = 0; i < NBUF; i++)
     local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)again[i]), (uintptr_t)again[i]), false);
   CHECK("heap valid after the medium test", heap_ok(h, "medium blocks freed"));
+}
+
+/* A block that realloc moves because it grows takes the lowest hole that
+ * fits, like any other large block, so that the holes growing arrays leave
+ * are reused at once.  (Placed in the middle of the largest free extent
+ * instead, to leave it room, every moved array went to fresh memory while
+ * the holes stayed dirty: 2.4 times glibc's peak RSS on the cover
+ * workload, 1.4 with first fit.) */
+static void test_growing_first_fit(void) {
+  thread_heap_t *th = thread_heap_current();
+  REQUIRE("a thread heap", th != NULL);
+  local_heap_t *h = th->local;
+  enum { BIG = 512 << 10, SMALL = 192 << 10 };
+  void *big = local_heap_alloc_large(h, BIG, 0, false);
+  void *mid = local_heap_alloc_large(h, SMALL, 0, false);
+  void *top = local_heap_alloc_large(h, SMALL, 0, false);
+  REQUIRE("three blocks", big && mid && top);
+  REQUIRE("the three lie side by side",
+          (uintptr_t)mid == (uintptr_t)big + BIG && (uintptr_t)top == (uintptr_t)mid + SMALL);
+  memset(mid, 0x5A, SMALL);
+  local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)big), (uintptr_t)big), false);
+  /* mid cannot grow in place (top is behind it): it moves */
+  unsigned char *moved = thread_heap_realloc(mid, 256 << 10);
+  REQUIRE("the realloc", moved != NULL);
+  CHECK("a growing block that moves keeps its contents", moved[0] == 0x5A && moved[SMALL - 1] == 0x5A);
+  CHECK("a growing block that moves takes the lowest hole that fits",
+        (uintptr_t)moved <= (uintptr_t)big);
+  thread_heap_free_slow(moved, "free");
+  thread_heap_free_slow(top, "free");
+  CHECK("heap valid after the growing block", heap_ok(h, "a growing block moved"));
 }
 
 /* A free extent idle for the whole purge delay that a newly freed
@@ -213,7 +242,7 @@ static void test_idle_neighbour(local_heap_t *h) {
   enum { N = 4, SIZE = 256 << 10 };
   void *b[N];
   for (int i = 0; i < N; i++) {
-    b[i] = local_heap_alloc_large(h, SIZE, 0, false, false);
+    b[i] = local_heap_alloc_large(h, SIZE, 0, false);
     REQUIRE("a block", b[i] != NULL);
     memset(b[i], 0x33, SIZE);
   }
@@ -263,9 +292,9 @@ int main(int argc, char **argv) {
   thread_heap_process_init();
   local_heap_t *h = &mm_heaps[0];
 
-  /* Placement: a growing block goes to the middle of the free space of a
-   * fresh heap, leaving at least its own size free behind it. */
-  void *first = local_heap_alloc_large(h, 1 << 20, 0, false, true);
+  /* Placement: first fit.  The first block of a fresh heap has the rest of
+   * its slot behind it, and grows in place into it. */
+  void *first = local_heap_alloc_large(h, 1 << 20, 0, false);
   REQUIRE("first large block", first != NULL);
   extent_t *fe = region_extent_at(slot_of_address((uintptr_t)first), (uintptr_t)first);
   slot_t *fslot = slot_of_extent(fe);
@@ -285,7 +314,7 @@ int main(int argc, char **argv) {
 
   /* Aligned large blocks. */
   for (size_t align = 8192; align <= ((size_t)4 << 20); align *= 2) {
-    void *p = local_heap_alloc_large(h, 40000, align, true, false);
+    void *p = local_heap_alloc_large(h, 40000, align, true);
     CHECK("aligned large block", p && ((uintptr_t)p & (align - 1)) == 0);
     if (p) local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)p), (uintptr_t)p), false);
   }
@@ -317,7 +346,7 @@ int main(int argc, char **argv) {
     } else if (kind < 85) {
       size_t size = MM_SMALL_MAX + 1 + (size_t)(next_rand() % ((next_rand() % 4) ? (1u << 20) : (16u << 20)));
       size_t align = (next_rand() % 8 == 0) ? (MM_DATABLOCK_SIZE << (next_rand() % 8)) : 0;
-      void *p = local_heap_alloc_large(h, size, align, next_rand() % 2, next_rand() % 4 == 0);
+      void *p = local_heap_alloc_large(h, size, align, next_rand() % 2);
       REQUIRE("large block", p != NULL);
       REQUIRE("large block aligned", !align || ((uintptr_t)p & (align - 1)) == 0);
       live_t *l = &live[nlive++];
@@ -376,5 +405,6 @@ int main(int argc, char **argv) {
   test_medium_apart(h);
   test_lost_hole(h);
   test_idle_neighbour(h);
+  test_growing_first_fit();
   return check_summary("unit_local_heap");
 }
