@@ -103,7 +103,7 @@ MM_EXPORT void *mm_pvalloc(size_t size) {
 }
 
 MM_EXPORT size_t mm_malloc_usable_size(const void *p) {
-  return thread_heap_usable_size(p, "malloc_usable_size");
+  return thread_heap_usable_size_fast(p, "malloc_usable_size");
 }
 
 MM_EXPORT void mm_collect(void) {

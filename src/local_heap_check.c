@@ -115,6 +115,8 @@ static bool slot_lists_are_valid(check_t *c, slot_t *slot) {
                   (e->kind == MM_EXTENT_PAGE && atomic_load_relaxed(&e->xowner) == NULL);
     if (listed && e->mark != c->pass)
       return bad(c, "extent on none of the lists its kind and owner call for", e->node.start);
+    if (e->kind != MM_EXTENT_PAGE && atomic_load_relaxed(&e->xowner) != NULL)
+      return bad(c, "an extent that is not a page names an owning thread heap", e->node.start);
     if (slot->tree == MM_TREE_MEDIUM && (e->kind == MM_EXTENT_PAGE || e->kind == MM_EXTENT_CACHED))
       return bad(c, "a page block in a medium slot", e->node.start);
   }

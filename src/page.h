@@ -216,7 +216,9 @@ MM_INLINE void block_on_free(extent_t *page, block_t *b) { block_on_free_sized(b
  *                lock is taking the full page over (remote.c);
  *   abandoned    both 0, the page on its home heap's abandoned list;
  *   retired      both 0, the extent no longer a PAGE.
- * Only these calls write the two words.  A change from or to "abandoned"
+ * Only these calls write the two words, so xowner is NULL on every extent
+ * that is not a PAGE (malloc_usable_size's fast path takes a non-NULL one
+ * for a page; local_heap_is_valid checks it).  A change from or to "abandoned"
  * or "retired" happens under the home local heap's lock; owned <-> taken
  * under the owner's lock.  (A page block lent whole, kind POOL, is no
  * page: its claim, pool_claim_block, and its return, local_heap_unlend,

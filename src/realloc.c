@@ -38,13 +38,18 @@ size_t thread_heap_usable_size(const void *p, const char *call) {
 
 void *thread_heap_realloc(void *p, size_t size) {
   if (!p) return thread_heap_malloc_fast(size);
-  extent_t *e = thread_heap_lookup(p, "realloc");
+  extent_t *e = thread_heap_page_of_block(p); /* a block of a page, checked */
   size_t old;
-  if (e->kind == MM_EXTENT_PAGE) {
-    if (block_is_free(p)) thread_heap_bad_pointer("realloc", p, "double free of");
+  if (likely(e != NULL)) {
     old = e->block_size - mm_vg_rz;
   } else {
-    old = extent_usable(e);
+    e = thread_heap_lookup(p, "realloc");
+    if (e->kind == MM_EXTENT_PAGE) {
+      if (block_is_free(p)) thread_heap_bad_pointer("realloc", p, "double free of");
+      old = e->block_size - mm_vg_rz;
+    } else {
+      old = extent_usable(e);
+    }
   }
   if (size == 0) { /* glibc: realloc(p, 0) frees p and returns NULL */
     thread_heap_free_fast(p, "realloc");

@@ -62,6 +62,14 @@
  *           page ours but full: thread_heap_free_local puts it back in
  *           its queue; page abandoned: thread_heap_adopt_page, then local;
  *           page of another thread: remote_push onto its batch
+ *
+ *   malloc_usable_size(p)                                 override.c, api.c
+ *   └ thread_heap_usable_size_fast              MM_FAST_PATH, this file
+ *       p in a heap slot, its extent names an owning thread heap (a
+ *       page), p at a carved block boundary and not already free: the
+ *       page's block size
+ *     └ thread_heap_usable_size     (anything else) realloc.c: the lookup
+ *         of free's slow path (thread_heap_lookup), its one-line reports
  * ---- end of call tree ----
  *
  * Pages of a thread heap.  A page it owns is on exactly one of its lists:
@@ -294,6 +302,33 @@ MM_FAST_PATH void thread_heap_free_fast(void *p, const char *call) {
     }
   }
   thread_heap_free_slow(p, call);
+}
+
+/* The page of p when p is a block in use of a page of any owner, by free's
+ * lookup and checks (at a carved block boundary, not already free), else
+ * NULL: a large or huge block, a block of an abandoned page, or a pointer
+ * that fails a check, which the caller sends through thread_heap_lookup
+ * for its one-line report.  Only a PAGE names an owning thread heap
+ * (xowner: NULL on every other extent and on the slot header's zero
+ * prefix, which local_heap_is_valid checks), so one load tells a page from
+ * a large block without the descriptor's second line.  malloc_usable_size
+ * (thread_heap_usable_size_fast) and realloc start with it. */
+MM_INLINE extent_t *thread_heap_page_of_block(const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  uintptr_t slot = slot_heap_base(a);
+  if (likely(slot != 0)) {
+    extent_t *page = slot_extent_of((slot_t *)slot, a);
+    if (likely(atomic_load_relaxed(&page->xowner) != NULL)) {
+      uint64_t off = a - page->page_start;
+      if (likely(page_offset_is_block(page, off) && !block_is_free(p))) return page;
+    }
+  }
+  return NULL;
+}
+MM_FAST_PATH size_t thread_heap_usable_size_fast(const void *p, const char *call) {
+  const extent_t *page = thread_heap_page_of_block(p);
+  if (likely(page != NULL)) return page->block_size - mm_vg_rz;
+  return thread_heap_usable_size(p, call);
 }
 
 MM_HIDDEN_END

@@ -341,6 +341,54 @@ static void test_other_threads_blocks(void) {
   for (int i = 0; i < XN; i++) F(free)(xblk[i]);
 }
 
+/* Blocks of a thread that is still running: malloc_usable_size and realloc
+ * called by another thread give the answers they give for the caller's own
+ * blocks (the promised class size; the bytes kept), and after the threads
+ * swap roles the maker frees what the other reallocated. */
+#define LN 200
+static unsigned char *lblk[LN];
+static size_t llen[LN];
+static pthread_barrier_t lbar;
+static void *live_maker_thread(void *arg) {
+  (void)arg;
+  for (int i = 0; i < LN; i++) {
+    llen[i] = 1 + (size_t)(i * 7919) % (i % 10 == 0 ? 32 * KiB : 1000);
+    lblk[i] = F(malloc)(llen[i]);
+    if (lblk[i]) pattern_fill(lblk[i], llen[i], (unsigned)i);
+  }
+  pthread_barrier_wait(&lbar); /* the other thread checks and reallocs */
+  pthread_barrier_wait(&lbar);
+  for (int i = 0; i < LN; i++) F(free)(lblk[i]);
+  return NULL;
+}
+
+static void test_live_threads_blocks(void) {
+  pthread_t t;
+  pthread_barrier_init(&lbar, NULL, 2);
+  pthread_create(&t, NULL, live_maker_thread, NULL);
+  pthread_barrier_wait(&lbar);
+  int bad_usable = 0, bad_bytes = 0;
+  for (int i = 0; i < LN; i++) {
+    REQUIRE(API " malloc in a live thread", lblk[i] != NULL);
+    size_t u = usable(lblk[i]);
+    if (u != spec_class(llen[i]) && bad_usable++ < 5)
+      fprintf(stderr, "  a live thread's malloc(%zu): usable %zu, promised class %zu\n", llen[i], u,
+              spec_class(llen[i]));
+  }
+  for (int i = 0; i < LN; i++) {
+    size_t n = i % 2 ? llen[i] / 2 + 1 : llen[i] + 24;
+    unsigned char *q = F(realloc)(lblk[i], n);
+    REQUIRE(API " realloc of a live thread's block", q != NULL);
+    bad_bytes += pattern_check(q, llen[i] < n ? llen[i] : n, (unsigned)i) != (size_t)-1;
+    lblk[i] = q;
+  }
+  pthread_barrier_wait(&lbar);
+  pthread_join(t, NULL);
+  pthread_barrier_destroy(&lbar);
+  CHECK(API " malloc_usable_size of a live thread's block is the promised class", bad_usable == 0);
+  CHECK(API " realloc of a live thread's blocks keeps their bytes", bad_bytes == 0);
+}
+
 /* ---- aligned allocation ---------------------------------------------------------- */
 typedef enum { VIA_POSIX, VIA_ALIGNED_ALLOC, VIA_MEMALIGN } via_t;
 static const char *via_name[] = {"posix_memalign", "aligned_alloc", "memalign"};
@@ -537,6 +585,7 @@ int main(void) {
   test_calloc();
   test_realloc();
   test_other_threads_blocks();
+  test_live_threads_blocks();
   test_aligned_sweep();
   test_aligned_beyond_slot();
   test_aligned_realloc();

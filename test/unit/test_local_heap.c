@@ -226,6 +226,17 @@ static void test_growing_first_fit(void) {
   CHECK("a growing block that moves keeps its contents", moved[0] == 0x5A && moved[SMALL - 1] == 0x5A);
   CHECK("a growing block that moves takes the lowest hole that fits",
         (uintptr_t)moved <= (uintptr_t)big);
+  { /* the checker: only a page may name an owning thread heap (the
+       usable_size fast path takes any extent that does for a page) */
+    extent_t *te = region_extent_at(slot_of_address((uintptr_t)top), (uintptr_t)top);
+    char why[256] = "";
+    local_heap_lock(h);
+    atomic_store_relaxed(&te->xowner, th);
+    bool caught = !local_heap_is_valid(h, why, sizeof why) && strstr(why, "owning thread heap") != NULL;
+    atomic_store_relaxed(&te->xowner, NULL);
+    local_heap_unlock(h);
+    CHECK("the checker catches a large block that names an owner", caught);
+  }
   thread_heap_free_slow(moved, "free");
   thread_heap_free_slow(top, "free");
   CHECK("heap valid after the growing block", heap_ok(h, "a growing block moved"));
