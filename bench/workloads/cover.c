@@ -30,7 +30,10 @@
  *
  * Checksum: the sum over the passes of every result cube's check word and
  * the result's size; pass i draws from its own random stream, so the
- * checksum does not depend on the thread count.
+ * checksum does not depend on the thread count.  Every cube is verified as
+ * it is copied and before its cover or its temporary block is freed, and a
+ * cover's header carries a tag checked on every append and at its free, so
+ * memory handed out twice is caught, not summed.
  */
 #include "workload.h"
 
@@ -45,7 +48,10 @@ static param_t ps[] = {
 typedef struct {
     uint32_t *cube;           /* count cubes of w words, room for cap */
     uint32_t w, count, cap;
+    uint32_t tag;             /* COVER_TAG ^ w: checked when the cover is freed */
 } cover_t;
+
+#define COVER_TAG 0x5eedc0feu
 
 typedef struct {
     uint64_t first;           /* this thread does passes first, first + T, ... */
@@ -55,12 +61,15 @@ typedef struct {
 static unsigned g_depth, g_threads;
 static uint64_t g_passes, g_cubes, g_seed;
 
+/* The check word of a cube: a multiply-xor hash of its other words (cheap,
+ * so that the checks, made on every copy and free, leave the allocator's
+ * share of the time large). */
 static uint32_t cube_check(const uint32_t *c, uint32_t w)
 {
-    uint64_t h = w;
+    uint64_t h = w * 0x9e3779b97f4a7c15ull;
     for (uint32_t i = 0; i + 1 < w; i++)
-        h = mix64(h ^ c[i]);
-    return (uint32_t)h;
+        h = (h ^ c[i]) * 0xff51afd7ed558ccdull;
+    return (uint32_t)(h >> 32);
 }
 
 static void cube_verify(const uint32_t *c, uint32_t w)
@@ -69,10 +78,17 @@ static void cube_verify(const uint32_t *c, uint32_t w)
         bench_die(BENCH_EXIT_CORRUPT, "a cube of %u words was corrupted", w);
 }
 
+static void cover_check(const cover_t *f)
+{
+    if (f->tag != (COVER_TAG ^ f->w) || f->w < 3 || f->w > 12 || f->count > f->cap)
+        bench_die(BENCH_EXIT_CORRUPT, "a cover's header was corrupted");
+}
+
 static cover_t *cover_new(uint32_t w, uint64_t *calls)
 {
     cover_t *f = xmalloc(sizeof *f);
     f->w = w;
+    f->tag = COVER_TAG ^ w;
     f->count = 0;
     f->cap = 4;
     f->cube = xmalloc((size_t)f->cap * w * 4);
@@ -80,16 +96,24 @@ static cover_t *cover_new(uint32_t w, uint64_t *calls)
     return f;
 }
 
+/* Frees f after checking its header and every cube: memory handed out
+ * twice (a new cover's header or array laid over a live one's) shows
+ * there. */
 static void cover_free(cover_t *f, uint64_t *calls)
 {
+    cover_check(f);
+    for (uint32_t i = 0; i < f->count; i++)
+        cube_verify(f->cube + (size_t)i * f->w, f->w);
     free(f->cube);
     free(f);
     *calls += 2;
 }
 
-/* Appends a copy of cube c (verified) to f, growing f by realloc. */
+/* Appends a copy of cube c (verified) to f (its header checked), growing f
+ * by realloc. */
 static void cover_add(cover_t *f, const uint32_t *c, uint64_t *calls)
 {
+    cover_check(f);
     cube_verify(c, f->w);
     if (f->count == f->cap) {
         f->cap += f->cap / 2 + 1;
@@ -119,6 +143,7 @@ static cover_t *minimise(const cover_t *f, unsigned depth, rng_t *r, uint64_t *c
             t[w - 1] = cube_check(t, w);
             if (rng_next(r) % 4 != 0)
                 cover_add(res, t, calls);
+            cube_verify(t, w);
             free(t);
             *calls += 2;
         }
@@ -133,6 +158,7 @@ static cover_t *minimise(const cover_t *f, unsigned depth, rng_t *r, uint64_t *c
             memcpy(t, c, w * 4);
             cover_add(a, t, calls);
             cover_add(b, t, calls);
+            cube_verify(t, w);
             free(t);
             *calls += 2;
         } else {
