@@ -191,7 +191,9 @@ MM_SLOW_PATH void *thread_heap_malloc_slow(thread_heap_t *th, size_t size) {
   return malloc_slow(th, size);
 }
 
-/* Allocation with an alignment above 16 (or zeroed large memory). */
+/* Allocation with an alignment above 16 that thread_heap_malloc_aligned_fast
+ * did not serve (the checked modes, an alignment above a datablock, a
+ * large or huge block), or zeroed large memory. */
 void *thread_heap_malloc_aligned(size_t size, size_t align, bool zero) {
   thread_heap_t *th = thread_heap_current();
   if (!th) {

@@ -53,7 +53,7 @@ static void *aligned(size_t align, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  return thread_heap_malloc_aligned(size, align, false);
+  return thread_heap_malloc_aligned_fast(size, align);
 }
 
 MM_EXPORT int mm_posix_memalign(void **out, size_t align, size_t size) {

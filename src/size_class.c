@@ -66,15 +66,6 @@ unsigned size_class_of_slow(size_t n) {
   return 8 + (b - 7) * 4 + (unsigned)((n - 1) >> (b - 2)) - 4;
 }
 
-/* Smallest class whose blocks are `align`-aligned (size a multiple of align,
- * pages being datablock-aligned) and at least n bytes; MM_CLASSES if none. */
-unsigned size_class_aligned(size_t n, size_t align) {
-  if (n > MM_SMALL_MAX) return MM_CLASSES;
-  for (unsigned c = n ? size_class_of_slow(n) : 0; c < MM_CLASSES; c++)
-    if (mm_size_classes[c].align >= align) return c;
-  return MM_CLASSES;
-}
-
 bool size_class_is_valid(char *why, size_t why_size) {
   uint32_t prev = 0;
   for (unsigned c = 0; c < MM_CLASSES; c++) {

@@ -24,13 +24,24 @@ extern uint8_t mm_direct_class[MM_DIRECT_SLOTS];
 
 void size_class_init(void);
 unsigned size_class_of_slow(size_t n);
-unsigned size_class_aligned(size_t n, size_t align);
 bool size_class_is_valid(char *why, size_t why_size);
 
 /* The smallest class whose blocks hold n bytes (0 < n <= MM_SMALL_MAX). */
 MM_INLINE unsigned size_class_of(size_t n) {
   if (n <= MM_DIRECT_MAX) return mm_direct_class[(n + 15) >> 4];
   return size_class_of_slow(n);
+}
+
+/* The smallest class of at least n bytes (n <= MM_SMALL_MAX; 0 gives the
+ * first) whose blocks are all `align`-aligned: its size a multiple of
+ * align, pages being datablock-aligned (align at most a datablock).
+ * MM_CLASSES if none.  A few steps at most: every fourth class is a power
+ * of two. */
+MM_INLINE unsigned size_class_aligned(size_t n, size_t align) {
+  if (n > MM_SMALL_MAX) return MM_CLASSES;
+  unsigned c = size_class_of(n ? n : 1);
+  while (c < MM_CLASSES && mm_size_classes[c].align < align) c++;
+  return c;
 }
 
 MM_HIDDEN_END

@@ -63,6 +63,14 @@
  *           its queue; page abandoned: thread_heap_adopt_page, then local;
  *           page of another thread: remote_push onto its batch
  *
+ *   posix_memalign, aligned_alloc, memalign (align > 16)           api.c
+ *   └ thread_heap_malloc_aligned_fast           MM_FAST_PATH, this file
+ *       align <= 4 KiB, size <= 32 KiB: thread_heap_malloc_fast for the
+ *       size of the smallest class whose size is a multiple of align
+ *       (size_class_aligned)
+ *     └ thread_heap_malloc_aligned     (the rest) alloc.c: alloc_any, or
+ *         alloc_checked in the checked modes
+ *
  *   malloc_usable_size(p)                                 override.c, api.c
  *   └ thread_heap_usable_size_fast              MM_FAST_PATH, this file
  *       p in a heap slot, its extent names an owning thread heap (a
@@ -302,6 +310,22 @@ MM_FAST_PATH void thread_heap_free_fast(void *p, const char *call) {
     }
   }
   thread_heap_free_slow(p, call);
+}
+
+/* posix_memalign, aligned_alloc, memalign with an alignment above 16.  A
+ * page's blocks start at multiples of its class's size from a datablock
+ * boundary, so every block of a class whose size is a multiple of the
+ * alignment (up to a datablock) has it: the request takes the malloc fast
+ * path of the smallest such class that holds it (size_class_aligned; the
+ * slow path, thread_heap_malloc_aligned, takes the same class under the
+ * lock).  Not in the checked modes, whose malloc adds valgrind's red zone
+ * to the size. */
+MM_FAST_PATH void *thread_heap_malloc_aligned_fast(size_t size, size_t align) {
+  if (likely(!mm_slow_only && align <= MM_DATABLOCK_SIZE)) {
+    unsigned c = size_class_aligned(size, align);
+    if (likely(c < MM_CLASSES)) return thread_heap_malloc_fast(mm_size_classes[c].size);
+  }
+  return thread_heap_malloc_aligned(size, align, false);
 }
 
 /* The page of p when p is a block in use of a page of any owner, by free's

@@ -431,6 +431,26 @@ static void test_aligned_sweep(void) {
   }
   CHECK(API " aligned allocations: aligned, usable >= size, writable, freeable", failures == 0);
 
+  /* Many live blocks of each small size and alignment at once, so that
+   * blocks deep inside pages are checked, not only a page's first. */
+  enum { LIVE = 300 };
+  static void *live[LIVE];
+  int bad = 0;
+  for (int via = 0; via < 3; via++) {
+    for (size_t a = 32; a <= 4096; a *= 2) {
+      for (size_t n = 1; n <= 5000; n += n < 200 ? 13 : 397) {
+        for (int i = 0; i < LIVE; i++) {
+          live[i] = aligned_via((via_t)via, a, n);
+          if ((!live[i] || !is_aligned(live[i], a) || usable(live[i]) < n) && bad++ < 10)
+            fprintf(stderr, "  %s%s(align %zu, size %zu), block %d: %p\n", API, via_name[via], a, n,
+                    i, live[i]);
+        }
+        for (int i = 0; i < LIVE; i++) F(free)(live[i]);
+      }
+    }
+  }
+  CHECK(API " many live aligned small blocks: each aligned, usable >= size", bad == 0);
+
   /* Alignments of 1, 2, 4 are powers of two: aligned_alloc and memalign accept them. */
   for (size_t a = 1; a <= 4; a *= 2) {
     void *p = F(aligned_alloc)(a, 10), *q = F(memalign)(a, 10);
