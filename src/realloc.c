@@ -38,13 +38,16 @@ size_t thread_heap_usable_size(const void *p, const char *call) {
 
 void *thread_heap_realloc(void *p, size_t size) {
   if (!p) return thread_heap_malloc_fast(size);
-  extent_t *e = thread_heap_page_of_block(p); /* a block of a page, checked */
+  /* a block of a page, checked, found without the descriptor's second line */
+  extent_t *e = thread_heap_page_of_block(p);
+  bool page = e != NULL;
   size_t old;
-  if (likely(e != NULL)) {
+  if (likely(page)) {
     old = e->block_size - mm_vg_rz;
   } else {
     e = thread_heap_lookup(p, "realloc");
-    if (e->kind == MM_EXTENT_PAGE) {
+    page = e->kind == MM_EXTENT_PAGE;
+    if (page) {
       if (block_is_free(p)) thread_heap_bad_pointer("realloc", p, "double free of");
       old = e->block_size - mm_vg_rz;
     } else {
@@ -68,7 +71,7 @@ void *thread_heap_realloc(void *p, size_t size) {
    * it, its guard, goes with its end (region.c: huge_mapping_size).  Not a
    * shrink, which leaves the old tail committed where the guard must be. */
   bool in_place = !mm_slow_only;
-  if (e->kind == MM_EXTENT_PAGE) {
+  if (page) {
     if (in_place && size <= old && (size > old / 2 || old <= 64)) return p;
   } else if (slot_of_extent(e)->huge) {
     if (size >= MM_GROW_MAP_MIN && (in_place || (!mm_vg_rz && size > old))) {
@@ -101,7 +104,8 @@ void *thread_heap_realloc(void *p, size_t size) {
 #if MM_VALGRIND
   VALGRIND_ENABLE_ERROR_REPORTING;
 #endif
-  if (!mm_vg_rz && e->kind == MM_EXTENT_LARGE && !slot_of_extent(e)->huge && size >= MM_GROW_MAP_MIN) {
+  if (!page && !mm_vg_rz && e->kind == MM_EXTENT_LARGE && !slot_of_extent(e)->huge &&
+      size >= MM_GROW_MAP_MIN) {
     /* it left its slot for a mapping of its own: what it leaves goes back
      * now (not its guard, never touched) */
     local_heap_free_large(e, true);
