@@ -159,6 +159,12 @@
  * Free page blocks kept per local heap, by size, before they go back into the
  * tree (recycled without a tree operation). */
 #define MM_PAGE_CACHE_MAX 16
+/* Freed medium large blocks (up to MM_MEDIUM_DATABLOCKS) kept per local
+ * heap as they are, newest first, for the next request of the same size:
+ * a block that comes and goes (zlib's deflate state, an I/O buffer) skips
+ * the tree's carve and coalescing.  They go back to the tree after the
+ * purge delay, or when the cache is full (large.c). */
+#define MM_MEDIUM_CACHE_MAX 8
 /* Large blocks of up to this many datablocks (128 KiB: "medium") are carved
  * from slots of their own, apart from page blocks and bigger blocks: the
  * short-lived medium blocks of a busy program (zlib's 64 KiB deflate

@@ -94,6 +94,8 @@ uint64_t local_heap_free_resident_locked(local_heap_t *h) {
   uint64_t bytes = 0;
   for (extent_t *c = h->cache.first; c; c = c->next)
     bytes += os_resident_bytes((void *)c->node.start, c->node.ndatablocks << MM_DATABLOCK_SHIFT);
+  for (extent_t *c = h->medium_cache.first; c; c = c->next)
+    bytes += os_resident_bytes((void *)c->node.start, c->node.ndatablocks << MM_DATABLOCK_SHIFT);
   for (int t = 0; t < MM_TREES; t++) interval_tree_foreach(&h->trees[t], resident_visit, &bytes);
   return bytes;
 }
@@ -145,10 +147,17 @@ static bool purge_visit(itree_node_t *node, void *arg) {
 void local_heap_purge(local_heap_t *h, bool force) {
   mm_assert_internal(local_heap_locked(h));
   purge_walk_t w = {h, os_now_ms(), (uint32_t)option_live(&options.purge_delay_ms), force, false};
-  /* Cached page blocks idle that long go back to the tree first. */
+  /* Cached page blocks and medium blocks idle that long go back to the
+   * tree first. */
   for (extent_t *c = h->cache.last; c;) {
     extent_t *prev = c->prev;
     if (force || time_reached(w.now, c->freed_at + w.delay)) page_cache_evict(h, c);
+    else w.dirty_left = true;
+    c = prev;
+  }
+  for (extent_t *c = h->medium_cache.last; c;) {
+    extent_t *prev = c->prev;
+    if (force || time_reached(w.now, c->freed_at + w.delay)) medium_cache_evict(h, c);
     else w.dirty_left = true;
     c = prev;
   }
@@ -171,7 +180,7 @@ void local_heap_purge_pressure(void) {
   for (uint32_t i = 0; i < mm_nheaps; i++) {
     local_heap_t *h = &mm_heaps[i];
     local_heap_lock(h);
-    if (h->dirty_datablocks || h->cache_count || h->huge_cache_count) {
+    if (h->dirty_datablocks || h->cache_count || h->medium_cache_count || h->huge_cache_count) {
       local_heap_purge(h, true);
       h->pressure_purges++;
     }

@@ -309,8 +309,10 @@ static size_t give_back_address_space(local_heap_t *h) {
   mm_assert_internal(local_heap_locked(h));
   size_t slots = slots_release_empty(h, 0);
   unmap_walk_t w = {h, slots * MM_SLOT_SIZE};
-  /* the page cache first: its blocks go to the tree (and out with it) */
+  /* the page and medium caches first: their blocks go to the tree (and
+   * out with it) */
   while (h->cache.last) page_cache_evict(h, h->cache.last);
+  while (h->medium_cache.last) medium_cache_evict(h, h->medium_cache.last);
   for (int t = 0; t < MM_TREES; t++) interval_tree_foreach(&h->trees[t], unmap_visit, &w);
   return w.bytes;
 }

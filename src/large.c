@@ -5,7 +5,8 @@
  *
  * Layer: local heap.
  *
- * A large block is placed by first fit (extent.c); realloc grows it in place
+ * A large block is placed by first fit (extent.c), or, a medium one, taken
+ * from the medium cache of freed ones of its size; realloc grows it in place
  * into the free extent right behind it and shrinks it by giving the tail
  * back.  A freed huge mapping
  * waits in its heap's huge cache for the purge delay, so that a program
@@ -16,7 +17,9 @@
  * (its pages replace the cached head, the cached tail is its new end).
  *
  * Invariants: a LARGE extent is on no list; huge_cache holds at most
- * MM_HUGE_CACHE_MAX CACHED huge mappings of this heap, newest first.
+ * MM_HUGE_CACHE_MAX CACHED huge mappings of this heap, newest first;
+ * medium_cache at most MM_MEDIUM_CACHE_MAX CACHED extents of this heap's
+ * medium slots, newest first.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,17 +27,59 @@
 
 #include "local_heap_parts.h"
 
+/* ---- the medium cache -------------------------------------------------------------
+ * A freed medium block (a LARGE extent of a medium slot) waits, CACHED, on
+ * its heap's medium_cache for the next request of exactly its datablocks,
+ * which takes it whole: no carve, no coalescing, its extent map entries
+ * and its guard (secure mode) still in place.  It is dirty like any freed
+ * extent; the oldest goes to the tree when the cache holds more than
+ * MM_MEDIUM_CACHE_MAX, all of them when a medium request finds none of its
+ * size, and every one after the purge delay (decay.c). */
+
+void medium_cache_evict(local_heap_t *h, extent_t *c) {
+  mm_assert_internal(local_heap_locked(h) && c->kind == MM_EXTENT_CACHED);
+  extent_list_remove(&h->medium_cache, c);
+  h->medium_cache_count--;
+  extent_insert_free(h, c);
+}
+
+static void medium_cache_put(local_heap_t *h, extent_t *e, uint32_t now) {
+  e->kind = MM_EXTENT_CACHED;
+  decay_dirty_add(h, e, now); /* clears every flag but the guard's */
+  extent_list_push_front(&h->medium_cache, e);
+  if (++h->medium_cache_count > MM_MEDIUM_CACHE_MAX) medium_cache_evict(h, h->medium_cache.last);
+}
+
+/* A cached block of exactly n datablocks, or NULL after every cached block
+ * went to the tree: a request the cache cannot serve is one whose sizes
+ * vary (arrays growing by realloc), and first fit must then see the memory
+ * the cache held, or it takes fresh memory while that waits. */
+static extent_t *medium_cache_take(local_heap_t *h, size_t n) {
+  for (extent_t *c = h->medium_cache.first; c; c = c->next) {
+    if (c->node.ndatablocks == n) {
+      extent_list_remove(&h->medium_cache, c);
+      h->medium_cache_count--;
+      decay_set_dirty(h, c, 0);
+      return c;
+    }
+  }
+  while (h->medium_cache.last) medium_cache_evict(h, h->medium_cache.last);
+  return NULL;
+}
+
 /* ---- large blocks ---------------------------------------------------------------- */
 
-/* A LARGE block of size bytes, placed by first fit, which reuses the
- * lowest (and most likely resident) free memory. */
+/* A LARGE block of size bytes: a medium one of the same datablocks from
+ * the medium cache, else placed by first fit, which reuses the lowest (and
+ * most likely resident) free memory. */
 void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero) {
   size_t n = guarded_datablocks((size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT);
   size_t align_datablocks = align > MM_DATABLOCK_SIZE ? align >> MM_DATABLOCK_SHIFT : 1;
   local_heap_lock(h);
   local_heap_check(h);
   int tree = n <= MM_MEDIUM_DATABLOCKS ? MM_TREE_MEDIUM : MM_TREE_MAIN;
-  extent_t *e = extent_alloc(h, tree, n, align_datablocks);
+  extent_t *e = tree == MM_TREE_MEDIUM && align_datablocks == 1 ? medium_cache_take(h, n) : NULL;
+  if (!e) e = extent_alloc(h, tree, n, align_datablocks);
   if (e) {
     e->kind = MM_EXTENT_LARGE;
     region_map_ends(e);
@@ -85,12 +130,16 @@ void local_heap_free_large(extent_t *e, bool purge) {
   }
   h->large_frees++;
   h->large_live_bytes -= e->node.ndatablocks << MM_DATABLOCK_SHIFT;
-  decay_dirty_add(h, e, now);
-  if (purged) {
-    h->purged_bytes += (e->node.ndatablocks - guard) << MM_DATABLOCK_SHIFT;
-    decay_gave_back(h, e);
+  if (!purge && slot_of_extent(e)->tree == MM_TREE_MEDIUM) {
+    medium_cache_put(h, e, now);
+  } else {
+    decay_dirty_add(h, e, now);
+    if (purged) {
+      h->purged_bytes += (e->node.ndatablocks - guard) << MM_DATABLOCK_SHIFT;
+      decay_gave_back(h, e);
+    }
+    extent_insert_free(h, e);
   }
-  extent_insert_free(h, e);
   uint64_t due = atomic_load_relaxed(&h->xpurge_at);
   if (due && time_reached(now, (uint32_t)due)) local_heap_purge(h, false);
   local_heap_check(h);

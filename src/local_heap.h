@@ -40,7 +40,7 @@ MM_HIDDEN_BEGIN
  *   trees[MM_TREE_MEDIUM] holds every FREE extent of the heap's medium
  *   slots, trees[MM_TREE_MAIN] every FREE extent of its other slots, each
  *   coalesced: no two free extents touch; medium slots hold no page;
- *   dirty_datablocks == sum of dirty over FREE and CACHED page-block
+ *   dirty_datablocks == sum of dirty over FREE and CACHED
  *   extents (an upper bound on their resident datablocks: a freed extent
  *   counts whole, a merge adds, a carve gives each part at most its size);
  *   purge schedule: if anything waits for the purge (dirty_datablocks > 0,
@@ -49,7 +49,8 @@ MM_HIDDEN_BEGIN
  *   freed; xpurge_at may stay set after all of it went (a purge then finds
  *   nothing and clears it);
  *   every extent of the heap's slots is on exactly one of: its slot's tree (FREE),
- *   cache (CACHED), abandoned[its class] (a PAGE without owner), a thread
+ *   cache (CACHED, in a slot of the main tree), medium_cache (CACHED, in a
+ *   medium slot, at most MM_MEDIUM_CACHE_MAX), abandoned[its class] (a PAGE without owner), a thread
  *   heap's lists (a PAGE with an owner), or none (LARGE, LOST); huge_cache holds
  *   CACHED huge mappings, each on no other list;
  *   bit c of xabandoned_classes == (abandoned[c] is not empty); xcached ==
@@ -70,6 +71,8 @@ typedef struct local_heap_s {
                               other blocks, and of the medium slots */
   slot_t *slots;
   extent_list_t cache;                  /* CACHED page blocks, newest first */
+  extent_list_t medium_cache;           /* CACHED medium large blocks, newest first */
+  uint32_t medium_cache_count;
   uint32_t cache_count;
   extent_list_t huge_cache;             /* freed huge mappings (CACHED), newest first */
   uint32_t huge_cache_count;

@@ -60,7 +60,8 @@ static bool cache_is_valid(check_t *c) {
   local_heap_t *h = c->h;
   uint32_t n = 0;
   for (extent_t *e = h->cache.first; e; e = e->next) {
-    if (e->kind != MM_EXTENT_CACHED || local_heap_of_extent(e) != h || slot_of_extent(e)->huge)
+    if (e->kind != MM_EXTENT_CACHED || local_heap_of_extent(e) != h || slot_of_extent(e)->huge ||
+        slot_of_extent(e)->tree != MM_TREE_MAIN)
       return bad(c, "page cache holds an extent that is not a cached page block of it",
                  e->node.start);
     if (e->dirty > e->node.ndatablocks) return bad(c, "cached block over-dirty", e->node.start);
@@ -70,6 +71,19 @@ static bool cache_is_valid(check_t *c) {
   }
   if (n != h->cache_count || atomic_load_relaxed(&h->xcached) != n)
     return bad(c, "cache_count or xcached disagrees with the page cache", 0);
+  n = 0;
+  for (extent_t *e = h->medium_cache.first; e; e = e->next) {
+    if (e->kind != MM_EXTENT_CACHED || local_heap_of_extent(e) != h || slot_of_extent(e)->huge ||
+        slot_of_extent(e)->tree != MM_TREE_MEDIUM)
+      return bad(c, "medium cache holds an extent that is not a cached medium block of it",
+                 e->node.start);
+    if (e->dirty > e->node.ndatablocks) return bad(c, "cached block over-dirty", e->node.start);
+    c->dirty += e->dirty;
+    if (!stamp(c, e)) return false;
+    n++;
+  }
+  if (n != h->medium_cache_count || n > MM_MEDIUM_CACHE_MAX)
+    return bad(c, "medium_cache_count disagrees with the medium cache, or is over its bound", 0);
   n = 0;
   size_t huge_datablocks = 0;
   for (extent_t *e = h->huge_cache.first; e; e = e->next) {
@@ -117,7 +131,7 @@ static bool slot_lists_are_valid(check_t *c, slot_t *slot) {
       return bad(c, "extent on none of the lists its kind and owner call for", e->node.start);
     if (e->kind != MM_EXTENT_PAGE && atomic_load_relaxed(&e->xowner) != NULL)
       return bad(c, "an extent that is not a page names an owning thread heap", e->node.start);
-    if (slot->tree == MM_TREE_MEDIUM && (e->kind == MM_EXTENT_PAGE || e->kind == MM_EXTENT_CACHED))
+    if (slot->tree == MM_TREE_MEDIUM && e->kind == MM_EXTENT_PAGE)
       return bad(c, "a page block in a medium slot", e->node.start);
   }
   return true;
@@ -140,7 +154,7 @@ bool local_heap_is_valid(local_heap_t *h, char *why, size_t why_size) {
   size_t mib = (h->dirty_datablocks + h->huge_cached_datablocks) >> (20 - MM_DATABLOCK_SHIFT);
   if (atomic_load_relaxed(&h->xheld_mib) != mib)
     return bad(&c, "xheld_mib disagrees with the dirty and huge-cached memory", 0);
-  if ((h->dirty_datablocks || h->cache_count || h->huge_cache_count) &&
+  if ((h->dirty_datablocks || h->cache_count || h->medium_cache_count || h->huge_cache_count) &&
       atomic_load_relaxed(&h->xpurge_at) == 0)
     return bad(&c, "memory waits for the purge but none is scheduled (xpurge_at == 0)", 0);
   uint32_t nslots = 0;

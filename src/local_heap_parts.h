@@ -89,6 +89,8 @@ void page_cache_evict(local_heap_t *h, extent_t *c);
 
 /* ---- large.c ---------------------------------------------------------------------- */
 
+/* A cached medium block goes back to the tree. */
+void medium_cache_evict(local_heap_t *h, extent_t *c);
 /* Unmap a cached huge mapping / all of them; bytes given back. */
 void huge_cache_drop(local_heap_t *h, extent_t *c);
 size_t huge_cache_drop_all(local_heap_t *h);

@@ -89,6 +89,8 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   if (s->dirty_bytes > s->committed) s->dirty_bytes = s->committed;
   for (extent_t *c = h->cache.first; c; c = c->next)
     s->cached_bytes += c->node.ndatablocks << MM_DATABLOCK_SHIFT;
+  for (extent_t *c = h->medium_cache.first; c; c = c->next)
+    s->cached_bytes += c->node.ndatablocks << MM_DATABLOCK_SHIFT;
   uint64_t free_resident = local_heap_free_resident_locked(h);
   for (unsigned c = 0; c < MM_CLASSES; c++)
     for (extent_t *p = h->abandoned[c].first; p; p = p->next) s->abandoned_pages++;

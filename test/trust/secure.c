@@ -197,7 +197,8 @@ static void guard_large(void) {
  * `first` bytes freed, then one of `second` bytes in its place (first fit;
  * exit 3: not in the same place, so the case would not be tested): every
  * byte of the new block must be writable (it says so on stderr), and its
- * own end is guarded (the write past it faults). */
+ * own end is guarded (the write past it faults).  Both above the medium
+ * blocks (128 KiB), which a free puts in the medium cache, not the tree. */
 static void guard_reuse(size_t first, size_t second) {
   char *p = malloc(first);
   if (!p) _exit(SETUP);
@@ -211,10 +212,13 @@ static void guard_reuse(size_t first, size_t second) {
   if (write(2, said, sizeof said - 1) < 0) _exit(SETUP);
   poke(q + second, 1);
 }
-/* 10 datablocks, then 20 over the old guard (at q + 40960); 20, then 10
+/* 40 datablocks, then 80 over the old guard (at q + 163840); 80, then 40
  * whose guard lies before the old one */
-static void guard_reuse_bigger(void) { guard_reuse(40960, 81920); }
-static void guard_reuse_smaller(void) { guard_reuse(81920, 40960); }
+static void guard_reuse_bigger(void) { guard_reuse(163840, 327680); }
+static void guard_reuse_smaller(void) { guard_reuse(327680, 163840); }
+/* a medium block (10 datablocks) freed and taken back from the medium
+ * cache: its guard came with it */
+static void guard_reuse_cached(void) { guard_reuse(40960, 40960); }
 
 /* realloc in secure mode moves a growing block past 1 MiB to a mapping of
  * its own and then resizes that mapping (src/realloc.c): the contents
@@ -620,6 +624,8 @@ static void secure_checks(void) {
         written_then_faulted(guard_reuse_bigger, "a bigger block over a freed one's guard"));
   CHECK("a smaller block in a freed bigger one's place is writable, and guarded past its end",
         written_then_faulted(guard_reuse_smaller, "a smaller block where a bigger one was"));
+  CHECK("a medium block taken back from the medium cache is writable, and guarded past its end",
+        written_then_faulted(guard_reuse_cached, "a medium block taken back from the cache"));
   CHECK("a block grown by realloc to 24 MiB keeps its contents and is guarded past its end",
         written_then_faulted(guard_realloc_huge, "write past a block grown by realloc"));
   o = run_child(guard_huge);

@@ -242,6 +242,66 @@ static void test_growing_first_fit(void) {
   CHECK("heap valid after the growing block", heap_ok(h, "a growing block moved"));
 }
 
+/* A freed medium block waits in its heap's medium cache and the next
+ * request of its size takes it back whole; more than MM_MEDIUM_CACHE_MAX
+ * of them send the oldest to the tree, a request of a size the cache does
+ * not hold sends all of them, and a forced purge empties it; the heap
+ * stays valid throughout. */
+static void test_medium_cache(local_heap_t *h) {
+  enum { N = MM_MEDIUM_CACHE_MAX + 3, SIZE = 40 << 10 };
+  void *b[N];
+  for (int i = 0; i < N; i++) {
+    b[i] = local_heap_alloc_large(h, SIZE, 0, false);
+    REQUIRE("a medium block", b[i] != NULL);
+  }
+  uint64_t frees0 = h->large_frees;
+  local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)b[0]), (uintptr_t)b[0]), false);
+  local_heap_lock(h);
+  extent_t *c = region_extent_at(slot_of_address((uintptr_t)b[0]), (uintptr_t)b[0]);
+  bool cached = c && c->kind == MM_EXTENT_CACHED && h->medium_cache.first == c && c->dirty > 0;
+  local_heap_unlock(h);
+  CHECK("a freed medium block waits in the medium cache, dirty", cached && h->large_frees == frees0 + 1);
+  CHECK("heap valid with a cached medium block", heap_ok(h, "a cached medium block"));
+  void *again = local_heap_alloc_large(h, SIZE, 0, false);
+  CHECK("the next request of its size takes it back", again == b[0]);
+  CHECK("the cache is empty again", h->medium_cache_count == 0 && h->medium_cache.first == NULL);
+  void *other = local_heap_alloc_large(h, 2 * SIZE, 0, false);
+  REQUIRE("a medium block of another size", other != NULL);
+  CHECK("a request of another size does not take it", other != again);
+  local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)other), (uintptr_t)other), false);
+  b[0] = again;
+  for (int i = 0; i < N; i++)
+    local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)b[i]), (uintptr_t)b[i]), false);
+  CHECK("the cache holds at most MM_MEDIUM_CACHE_MAX", h->medium_cache_count == MM_MEDIUM_CACHE_MAX);
+  CHECK("heap valid with a full medium cache", heap_ok(h, "a full medium cache"));
+  void *odd = local_heap_alloc_large(h, 3 * SIZE, 0, false);
+  REQUIRE("a medium block of a size nobody freed", odd != NULL);
+  CHECK("a request the cache cannot serve sends every cached block to the tree",
+        h->medium_cache_count == 0 && h->medium_cache.first == NULL);
+  CHECK("heap valid after the cache went to the tree", heap_ok(h, "medium cache flushed"));
+  local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)odd), (uintptr_t)odd), false);
+  CHECK("a freed block is cached again", h->medium_cache_count == 1);
+  local_heap_lock(h);
+  local_heap_purge(h, true);
+  bool empty = h->medium_cache_count == 0 && h->medium_cache.first == NULL;
+  local_heap_unlock(h);
+  CHECK("a forced purge empties the medium cache", empty);
+  CHECK("heap valid after the medium cache was purged", heap_ok(h, "medium cache purged"));
+  { /* the checker: a count that disagrees with the list */
+    void *p = local_heap_alloc_large(h, SIZE, 0, false);
+    REQUIRE("a medium block", p != NULL);
+    local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)p), (uintptr_t)p), false);
+    char why[256] = "";
+    local_heap_lock(h);
+    h->medium_cache_count++;
+    bool caught = !local_heap_is_valid(h, why, sizeof why) && strstr(why, "medium_cache_count") != NULL;
+    h->medium_cache_count--;
+    local_heap_purge(h, true);
+    local_heap_unlock(h);
+    CHECK("the checker catches a medium cache count that disagrees with its list", caught);
+  }
+}
+
 /* A free extent idle for the whole purge delay that a newly freed
  * neighbour joins is purged at the merge (decay.c): merged as it was, it
  * would take the neighbour's time and wait a whole delay again, and a
@@ -417,5 +477,6 @@ int main(int argc, char **argv) {
   test_lost_hole(h);
   test_idle_neighbour(h);
   test_growing_first_fit();
+  test_medium_cache(h);
   return check_summary("unit_local_heap");
 }
