@@ -140,6 +140,18 @@ static bool purge_visit(itree_node_t *node, void *arg) {
   return true;
 }
 
+/* Every extent of a cache list (oldest last) idle for the delay, or all
+ * when forced, goes by `evict`; the others are left for the next purge. */
+static void purge_cache(purge_walk_t *w, extent_list_t *list,
+                        void (*evict)(local_heap_t *h, extent_t *c)) {
+  for (extent_t *c = list->last; c;) {
+    extent_t *prev = c->prev;
+    if (w->force || time_reached(w->now, c->freed_at + w->delay)) evict(w->h, c);
+    else w->dirty_left = true;
+    c = prev;
+  }
+}
+
 /* Give back to the OS the free memory of h that has been idle for the purge
  * delay (all of it when force).  Lock held.  Purges are batched: what is not
  * yet idle long enough waits for the next purge, one delay from now, so a
@@ -148,25 +160,10 @@ void local_heap_purge(local_heap_t *h, bool force) {
   mm_assert_internal(local_heap_locked(h));
   purge_walk_t w = {h, os_now_ms(), (uint32_t)option_live(&options.purge_delay_ms), force, false};
   /* Cached page blocks and medium blocks idle that long go back to the
-   * tree first. */
-  for (extent_t *c = h->cache.last; c;) {
-    extent_t *prev = c->prev;
-    if (force || time_reached(w.now, c->freed_at + w.delay)) page_cache_evict(h, c);
-    else w.dirty_left = true;
-    c = prev;
-  }
-  for (extent_t *c = h->medium_cache.last; c;) {
-    extent_t *prev = c->prev;
-    if (force || time_reached(w.now, c->freed_at + w.delay)) medium_cache_evict(h, c);
-    else w.dirty_left = true;
-    c = prev;
-  }
-  for (extent_t *c = h->huge_cache.last; c;) {
-    extent_t *prev = c->prev;
-    if (force || time_reached(w.now, c->freed_at + w.delay)) huge_cache_drop(h, c);
-    else w.dirty_left = true;
-    c = prev;
-  }
+   * tree first; cached huge mappings are unmapped. */
+  purge_cache(&w, &h->cache, page_cache_evict);
+  purge_cache(&w, &h->medium_cache, medium_cache_evict);
+  purge_cache(&w, &h->huge_cache, huge_cache_drop);
   for (int t = 0; t < MM_TREES; t++) interval_tree_foreach(&h->trees[t], purge_visit, &w);
   h->purges++;
   atomic_store_relaxed(&h->xpurge_at,

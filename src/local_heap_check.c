@@ -9,7 +9,8 @@
  * with a fresh pass number stamped into extent.mark, so an extent met twice
  * is on two lists (or a list has a cycle); then every extent of every slot
  * is visited through the region's tiling and must carry the stamp of the
- * list its kind says it is on: FREE its slot's tree, CACHED the cache, a PAGE
+ * list its kind says it is on: FREE its slot's tree, CACHED the page cache
+ * (main slots) or the medium cache (medium slots), a PAGE
  * without owner its class's abandoned list.  A PAGE with an owner is on its
  * thread heap's lists, which that thread checks (thread_heap.c); LARGE
  * extents are on none.  Marks of owned pages are neither read nor written
@@ -56,32 +57,37 @@ static bool tree_visit(itree_node_t *node, void *arg) {
   return stamp(c, e);
 }
 
+/* The page cache or the medium cache: each extent CACHED, of this heap, in
+ * a (not huge) slot of `tree`, no dirtier than its size, stamped, its dirt
+ * added to the sum; *n their number. */
+static bool cached_list_is_valid(check_t *c, const extent_list_t *list, int tree,
+                                 const char *not_ours, uint32_t *n) {
+  *n = 0;
+  for (extent_t *e = list->first; e; e = e->next) {
+    slot_t *slot = slot_of_extent(e);
+    if (e->kind != MM_EXTENT_CACHED || local_heap_of_extent(e) != c->h || slot->huge ||
+        (int)slot->tree != tree)
+      return bad(c, not_ours, e->node.start);
+    if (e->dirty > e->node.ndatablocks) return bad(c, "cached block over-dirty", e->node.start);
+    c->dirty += e->dirty;
+    if (!stamp(c, e)) return false;
+    (*n)++;
+  }
+  return true;
+}
+
 static bool cache_is_valid(check_t *c) {
   local_heap_t *h = c->h;
-  uint32_t n = 0;
-  for (extent_t *e = h->cache.first; e; e = e->next) {
-    if (e->kind != MM_EXTENT_CACHED || local_heap_of_extent(e) != h || slot_of_extent(e)->huge ||
-        slot_of_extent(e)->tree != MM_TREE_MAIN)
-      return bad(c, "page cache holds an extent that is not a cached page block of it",
-                 e->node.start);
-    if (e->dirty > e->node.ndatablocks) return bad(c, "cached block over-dirty", e->node.start);
-    c->dirty += e->dirty;
-    if (!stamp(c, e)) return false;
-    n++;
-  }
+  uint32_t n;
+  if (!cached_list_is_valid(c, &h->cache, MM_TREE_MAIN,
+                            "page cache holds an extent that is not a cached page block of it", &n))
+    return false;
   if (n != h->cache_count || atomic_load_relaxed(&h->xcached) != n)
     return bad(c, "cache_count or xcached disagrees with the page cache", 0);
-  n = 0;
-  for (extent_t *e = h->medium_cache.first; e; e = e->next) {
-    if (e->kind != MM_EXTENT_CACHED || local_heap_of_extent(e) != h || slot_of_extent(e)->huge ||
-        slot_of_extent(e)->tree != MM_TREE_MEDIUM)
-      return bad(c, "medium cache holds an extent that is not a cached medium block of it",
-                 e->node.start);
-    if (e->dirty > e->node.ndatablocks) return bad(c, "cached block over-dirty", e->node.start);
-    c->dirty += e->dirty;
-    if (!stamp(c, e)) return false;
-    n++;
-  }
+  if (!cached_list_is_valid(c, &h->medium_cache, MM_TREE_MEDIUM,
+                            "medium cache holds an extent that is not a cached medium block of it",
+                            &n))
+    return false;
   if (n != h->medium_cache_count || n > MM_MEDIUM_CACHE_MAX)
     return bad(c, "medium_cache_count disagrees with the medium cache, or is over its bound", 0);
   n = 0;
