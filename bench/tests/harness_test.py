@@ -236,11 +236,11 @@ def scaling_and_real(c, build_dir):
         c.check("the scaling table ends with the operations and the waits in all",
                 line.split("|")[-3:-1] == [" %s " % mm[0]["ops"], " %.0f " % waits] if mm else False,
                 line)
-        r = subprocess.run([sys.executable, os.path.join(BENCH, "report.py"), out + "-missing"],
-                           capture_output=True, text=True, timeout=60)
+        rep = subprocess.run([sys.executable, os.path.join(BENCH, "report.py"), out + "-missing"],
+                             capture_output=True, text=True, timeout=60)
         c.check("report.py on a directory without results.csv: exit 2, one line naming it",
-                r.returncode == 2 and "results.csv" in r.stderr and len(r.stderr.splitlines()) == 1,
-                r.stderr[-300:])
+                rep.returncode == 2 and "results.csv" in rep.stderr and
+                len(rep.stderr.splitlines()) == 1, rep.stderr[-300:])
         rb = [x for x in rows if x["workload"] == "ruby"]
         if shutil.which("ruby"):
             c.check("ruby runs ok on both allocators, one checksum",
