@@ -44,7 +44,7 @@ typedef struct heap_s {
   struct heap_s *next, *prev; /* every heap (heaps_lock) */
 } heap_t;
 
-static mm_mutex_t heaps_lock = {PTHREAD_MUTEX_INITIALIZER,
+static mm_mutex_t heaps_lock = {MM_MUTEX_FREE,
                                 {"heap list", MM_RANK_HEAP_LIST, 0, 0}};
 static heap_t *heaps;
 static uint32_t heaps_serial;

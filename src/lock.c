@@ -1,15 +1,49 @@
-/* lock.c — the lock witness: who holds which lock, and the rank rule.
+/* lock.c — a mutex's contended half, and the lock witness: who holds
+ * which lock, and the rank rule.
  *
- * Layer: os.  The locks themselves are inline in lock.h; this file keeps,
- * per thread, how many locks of each rank it holds and the last few it
- * took (to name them in a message), and checks every acquisition and
- * release against the rule in lock.h.  Only MM_WITNESS builds call it.
+ * Layer: os.  The locks' uncontended paths are inline in lock.h; this file
+ * has the mutex's wait (spin, then sleep on the futex word) and keeps, per
+ * thread, how many locks of each rank it holds and the last few it took
+ * (to name them in a message), and checks every acquisition and release
+ * against the rule in lock.h.  Only MM_WITNESS builds call the witness.
  *
  * Invariants (per thread): held[r] == the number of locks of rank r whose
  * xholder is this thread; recent[] holds the most recent of them (at most
- * WITNESS_RECENT; fork holds hundreds, which are only counted).
+ * WITNESS_RECENT; fork holds hundreds, which are only counted).  Per
+ * mutex: a thread asleep on it went to sleep on state MM_MUTEX_WAITED, and
+ * whoever takes it after a sleeper has been there sets MM_MUTEX_WAITED
+ * itself, so the release that matters wakes one (at worst one more than
+ * needed).
  */
 #include "lock.h"
+
+/* ---- the mutex's contended half -------------------------------------------------- */
+
+/* The spins before sleeping: a local heap's critical sections are short
+ * (a carve, a list splice), so the holder is often done within them. */
+#define MUTEX_SPINS 64
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+void mutex_wait(mm_mutex_t *l) {
+  for (unsigned spins = 0; spins < MUTEX_SPINS; spins++) {
+    if (atomic_load_relaxed(&l->xstate) == MM_MUTEX_FREE && mutex_grab(l)) return;
+    cpu_relax();
+  }
+  /* Taken as WAITED from here on: this thread may have slept, and others
+   * may sleep still, so its release must wake one. */
+  while (atomic_exchange_explicit(&l->xstate, MM_MUTEX_WAITED, memory_order_acquire) !=
+         MM_MUTEX_FREE)
+    os_wait(&l->xstate, MM_MUTEX_WAITED, 0);
+}
+
+/* ---- the witness ------------------------------------------------------------------ */
 
 #define WITNESS_RECENT 8
 

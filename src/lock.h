@@ -2,7 +2,10 @@
  *
  * Layer: os.
  *
- *   mm_mutex_t   a pthread mutex: a local heap, a registry of thread heaps
+ *   mm_mutex_t   a futex lock of one word: a local heap, a registry of
+ *                thread heaps, the lists of heaps and pools (taken and
+ *                given back with one atomic instruction each when nobody
+ *                waits; a waiter spins a little, then sleeps in the kernel)
  *   mm_spin_t    a spin-then-yield lock of one word: a thread heap's
  *                slow-path lock (uncontended but for the rare taker of an
  *                idle heap's pages, so one exchange is all it costs), an
@@ -64,10 +67,15 @@ typedef struct lock_witness_s {
   _Atomic(uintptr_t) xholder; /* MM_WITNESS: the holder's mm_thread_id(), or 0 */
 } lock_witness_t;
 
+/* xstate: 0 free, 1 held, 2 held and a thread may be asleep on it (its
+ * release must wake one).  Only 2 is ever waited on in the kernel. */
 typedef struct mm_mutex_s {
-  pthread_mutex_t m;
+  _Atomic(uint32_t) xstate;
   lock_witness_t w;
 } mm_mutex_t;
+#define MM_MUTEX_FREE 0u
+#define MM_MUTEX_HELD 1u
+#define MM_MUTEX_WAITED 2u
 
 typedef struct mm_spin_s {
   _Atomic(uint32_t) xheld;
@@ -85,24 +93,30 @@ bool witness_held(const lock_witness_t *w);
 void witness_forget_all(void); /* a forked child's thread: it holds nothing now */
 
 /* ---- mutex ------------------------------------------------------------------- */
-
+/* The contended half of mutex_lock (lock.c): spin a little, then sleep. */
+void mutex_wait(mm_mutex_t *l);
+MM_INLINE bool mutex_grab(mm_mutex_t *l) {
+  uint32_t expected = MM_MUTEX_FREE;
+  return atomic_compare_exchange_strong_explicit(&l->xstate, &expected, MM_MUTEX_HELD,
+                                                 memory_order_acquire, memory_order_relaxed);
+}
 MM_INLINE void mutex_init(mm_mutex_t *l, const char *name, lock_rank_t rank, uint32_t index) {
-  pthread_mutex_init(&l->m, NULL);
+  atomic_store_relaxed(&l->xstate, MM_MUTEX_FREE);
   witness_init(&l->w, name, rank, index);
 }
 MM_INLINE void mutex_lock(mm_mutex_t *l) {
   if (MM_WITNESS) witness_before(&l->w, WITNESS_WAIT);
-  pthread_mutex_lock(&l->m);
+  if (unlikely(!mutex_grab(l))) mutex_wait(l);
   if (MM_WITNESS) witness_after(&l->w);
 }
 /* mutex_lock that says whether it had to wait (the lock was held): for the
- * statistics of contention (it tries first; the witness checks it as a
- * wait, which is what it may be). */
+ * statistics of contention (the witness checks it as a wait, which is what
+ * it may be). */
 MM_INLINE bool mutex_lock_waited(mm_mutex_t *l) {
   if (MM_WITNESS) witness_before(&l->w, WITNESS_WAIT);
   bool waited = false;
-  if (pthread_mutex_trylock(&l->m) != 0) {
-    pthread_mutex_lock(&l->m);
+  if (unlikely(!mutex_grab(l))) {
+    mutex_wait(l);
     waited = true;
   }
   if (MM_WITNESS) witness_after(&l->w);
@@ -111,27 +125,28 @@ MM_INLINE bool mutex_lock_waited(mm_mutex_t *l) {
 /* fork only: every lock of a rank, in index order */
 MM_INLINE void mutex_lock_ordered(mm_mutex_t *l) {
   if (MM_WITNESS) witness_before(&l->w, WITNESS_ORDERED);
-  pthread_mutex_lock(&l->m);
+  if (unlikely(!mutex_grab(l))) mutex_wait(l);
   if (MM_WITNESS) witness_after(&l->w);
 }
 MM_INLINE bool mutex_trylock(mm_mutex_t *l) {
   if (MM_WITNESS) witness_before(&l->w, WITNESS_TRY);
-  if (pthread_mutex_trylock(&l->m) != 0) return false;
+  if (!mutex_grab(l)) return false;
   if (MM_WITNESS) witness_after(&l->w);
   return true;
 }
 MM_INLINE void mutex_unlock(mm_mutex_t *l) {
   if (MM_WITNESS) witness_release(&l->w);
-  pthread_mutex_unlock(&l->m);
+  if (unlikely(atomic_exchange_explicit(&l->xstate, MM_MUTEX_FREE, memory_order_release) ==
+               MM_MUTEX_WAITED))
+    os_wake(&l->xstate);
 }
 /* For assertions: true when the witness is off. */
 MM_INLINE bool mutex_held(const mm_mutex_t *l) { return !MM_WITNESS || witness_held(&l->w); }
 /* In a forked child (which holds every lock): a fresh, unlocked mutex. */
 MM_INLINE void mutex_reinit(mm_mutex_t *l) {
-  pthread_mutex_init(&l->m, NULL);
+  atomic_store_relaxed(&l->xstate, MM_MUTEX_FREE);
   atomic_store_relaxed(&l->w.xholder, 0);
 }
-
 /* ---- spin lock ------------------------------------------------------------------ */
 
 MM_INLINE void spin_init(mm_spin_t *l, const char *name, lock_rank_t rank, uint32_t index) {

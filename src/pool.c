@@ -65,7 +65,7 @@ _Static_assert(MM_POOL_THREADS <= 4096 && MM_POOL_THREADS % 64 == 0, "index bitm
 MM_EXPORT __thread unsigned mm_pool_thread_;
 __thread local_heap_t *mm_pool_home;
 
-static mm_mutex_t pools_lock = {PTHREAD_MUTEX_INITIALIZER,
+static mm_mutex_t pools_lock = {MM_MUTEX_FREE,
                                   {"pool list", MM_RANK_POOL_LIST, 0, 0}};
 static pool_t *pools;
 static uint32_t pools_serial;

@@ -13,7 +13,7 @@
 
 #include "pool_parts.h"
 
-static mm_mutex_t quarantine_lock = {PTHREAD_MUTEX_INITIALIZER,
+static mm_mutex_t quarantine_lock = {MM_MUTEX_FREE,
                                      {"pool quarantine", MM_RANK_POOL_LIST, 1, 0}};
 
 /* Without secure mode a block a pool or heap gives back goes to the page
