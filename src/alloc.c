@@ -155,6 +155,14 @@ MM_SLOW_PATH void *thread_heap_alloc_class_slow(thread_heap_t *th, unsigned c) {
   return p; /* no purger poke: this runs once per medium malloc (purger.c) */
 }
 
+/* A medium block (above the classes, up to 128 KiB: the medium cache's)
+ * needs nothing of th's lists, so it skips th's lock and the heartbeat but
+ * every MM_HEARTBEAT_CALLS-th slow call (counted with refill_quick's and
+ * the free slow paths'), so that a thread that allocates only such blocks
+ * still takes its inbox, hands over its batches, marks itself active and
+ * purges what is due.  A bigger block beats on every call: its own cost
+ * dwarfs the beat's, and a run of them is what brings a cgroup near its
+ * memory limit, which the beat looks at (decay.c). */
 static MM_SLOW_PATH void *malloc_slow(thread_heap_t *th, size_t size) {
   if (unlikely(th == &mm_heap_empty)) {
     th = thread_heap_init_current();
@@ -163,7 +171,12 @@ static MM_SLOW_PATH void *malloc_slow(thread_heap_t *th, size_t size) {
       return NULL;
     }
   }
-  void *p = mm_slow_only ? alloc_checked(th, size, 0, false) : alloc_any(th, size, 0, false);
+  void *p;
+  if (unlikely(mm_slow_only)) p = alloc_checked(th, size, 0, false);
+  else if (size > MM_SMALL_MAX && size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT) &&
+           (++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) != 0)
+    p = thread_heap_alloc_big(th, size, 0, false, false); /* no lock of th: see below */
+  else p = alloc_any(th, size, 0, false);
   local_heap_purger_poke();
   return p;
 }

@@ -61,8 +61,8 @@ static void *datablock_at(slot_t *slot, size_t i) {
   return (void *)((uintptr_t)slot + (i << MM_DATABLOCK_SHIFT));
 }
 
-bool extent_guard(extent_t *e) {
-  if (!options.secure) return true;
+bool extent_guard_secure(extent_t *e) {
+  mm_assert_internal(options.secure);
   mm_assert_internal(e->node.ndatablocks >= 2); /* guarded_datablocks: one more */
   slot_t *slot = slot_of_extent(e);
   uint64_t *m = slot_guard_map(slot);
@@ -92,9 +92,6 @@ static void extent_unguard(extent_t *e) {
   size_t last = ((extent_end(e) - (uintptr_t)slot) >> MM_DATABLOCK_SHIFT) - 1;
   if (os_guard(datablock_at(slot, last), MM_DATABLOCK_SIZE, false)) guard_bits_clear(slot, last, last + 1);
 }
-
-/* Datablocks for a block that needs n of them (one more for the guard). */
-size_t guarded_datablocks(size_t n) { return n + (options.secure ? 1 : 0); }
 
 /* ---- free extents: insert with coalescing, carve --------------------------- */
 

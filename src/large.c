@@ -79,10 +79,11 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
   local_heap_check(h);
   int tree = n <= MM_MEDIUM_DATABLOCKS ? MM_TREE_MEDIUM : MM_TREE_MAIN;
   extent_t *e = tree == MM_TREE_MEDIUM && align_datablocks == 1 ? medium_cache_take(h, n) : NULL;
+  bool cached = e != NULL; /* its map's ends still name it */
   if (!e) e = extent_alloc(h, tree, n, align_datablocks);
   if (e) {
     e->kind = MM_EXTENT_LARGE;
-    region_map_ends(e);
+    if (!cached) region_map_ends(e);
     bool was_zero = e->flags & MM_EXTENT_ZERO;
     if (!extent_guard(e)) {
       decay_dirty_add(h, e, os_now_ms());

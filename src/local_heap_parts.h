@@ -36,10 +36,12 @@ extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks
 /* Make [end, end + more datablocks) of the free extent r usable by a block
  * growing into it. */
 bool extent_grow_commit(slot_t *slot, extent_t *r, uintptr_t end, size_t more);
-/* Secure mode's guard datablock at the end of a page block or large block. */
-bool extent_guard(extent_t *e);
+/* Secure mode's guard datablock at the end of a page block or large block
+ * (true at once outside secure mode). */
+bool extent_guard_secure(extent_t *e);
+MM_INLINE bool extent_guard(extent_t *e) { return !options.secure || extent_guard_secure(e); }
 /* Datablocks for a block that needs n of them (one more for the guard). */
-size_t guarded_datablocks(size_t n);
+MM_INLINE size_t guarded_datablocks(size_t n) { return n + (options.secure ? 1 : 0); }
 /* Unmap every empty slot of h but `keep` of each kind; how many went. */
 size_t slots_release_empty(local_heap_t *h, uint32_t keep);
 /* The OS refused address space or commit charge: every heap gives back

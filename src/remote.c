@@ -342,10 +342,10 @@ static MM_NOINLINE void free_other_checked(void *p, extent_t *page, const char *
  * The common case, a page of another live thread, is handled here, kept
  * small (no call on its common path, so few registers to save): the same
  * checks as the owner's fast path (block boundary of the carved part, not
- * already free), then into the batch for the page's owner.  The checked
- * modes go to free_other_checked; this thread's own full page, an
- * abandoned page, a thread without a heap and a bad pointer go on to
- * thread_heap_free_slow. */
+ * already free), then into the batch for the page's owner.  A large block
+ * goes straight to its local heap.  The checked modes go to
+ * free_other_checked; this thread's own full page, an abandoned page, a
+ * thread without a heap and a bad pointer go on to thread_heap_free_slow. */
 void thread_heap_free_other(void *p, extent_t *page, const char *call) {
   thread_heap_t *th = mm_thread_heap;
   thread_heap_t *owner = page_owner(page);
@@ -361,6 +361,12 @@ void thread_heap_free_other(void *p, extent_t *page, const char *call) {
              b->canary != canary)) {
     b->canary = canary;
     send_remote(th, owner, b);
+    return;
+  }
+  if (!owner && page->kind == MM_EXTENT_LARGE && a == page->node.start) {
+    /* A large block (the fast path's slot is a heap slot, never huge): the
+     * slow lookup would find this extent and check no more. */
+    local_heap_free_large(page, false);
     return;
   }
   thread_heap_free_slow(p, call);

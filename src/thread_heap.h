@@ -26,6 +26,8 @@
  *           class's first page (refill_quick if it ran out) popped
  *           without the lock by page_pop_checked; else alloc_checked
  *         first call of a thread: thread_heap_init_current (lifecycle.c)
+ *         32 KiB < n <= 128 KiB: thread_heap_alloc_big with no lock of
+ *           th (but every MM_HEARTBEAT_CALLS-th slow call, as below)
  *         holding the heap's lock (thread_heap_lock):
  *         thread_heap_beat (remote.h): take the inbox if lane 0 says so
  *           (remote_take_inbox); every MM_HEARTBEAT_MS remote_heartbeat:
@@ -53,6 +55,7 @@
  *     │   page of another live thread, p at a carved block boundary and
  *     │   not already free: batch_add to the batch for that thread;
  *     │   a full batch goes to its inbox, one CAS per lane (remote_flush)
+ *     │   a LARGE extent starting at p: local_heap_free_large
  *     │   checked modes: free_other_checked, the same two frees without
  *     │   the lock, the block filled (block_on_free), links encoded
  *     └ thread_heap_free_slow      MM_SLOW_PATH, free.c; also from above

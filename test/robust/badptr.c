@@ -58,11 +58,12 @@ static void do_call(call_t call, void *p) {
 /* ---- pointers mmalloc never handed out ------------------------------------- */
 typedef enum {
   P_STACK, P_STATIC, P_UNMAPPED, P_MAPPED, P_SMALL_PLUS_8, P_SMALL_PLUS_16, P_SMALL_PLUS_1,
-  P_LARGE_PLUS_16, P_LARGE_PLUS_PAGE, P_LARGE_PLUS_64K, P_HUGE_PLUS_16, P_HUGE_PLUS_PAGE,
-  P_HUGE_PLUS_MIB, P_SMALL_ALIAS_48, P_SMALL_ALIAS_63, P_KINDS
+  P_LARGE_PLUS_16, P_LARGE_PLUS_PAGE, P_LARGE_LAST_PAGE, P_LARGE_PLUS_64K, P_HUGE_PLUS_16,
+  P_HUGE_PLUS_PAGE, P_HUGE_PLUS_MIB, P_SMALL_ALIAS_48, P_SMALL_ALIAS_63, P_KINDS
 } ptr_kind_t;
 static const char *kind_names[] = {"stack", "static", "unmapped", "mapped", "small+8", "small+16",
-                                   "small+1", "large+16", "large+4096", "large+64K", "huge+16",
+                                   "small+1", "large+16", "large+4096", "large+96K", "large+64K",
+                                   "huge+16",
                                    "huge+4096", "huge+1M", "small+2^48", "small+2^63"};
 static char static_data[64];
 
@@ -80,6 +81,9 @@ static void *bad_pointer_of(ptr_kind_t k, char *stack) {
   case P_SMALL_PLUS_1: p = malloc(100); return p + 1;
   case P_LARGE_PLUS_16: p = malloc(100 * KiB); return p + 16;
   case P_LARGE_PLUS_PAGE: p = malloc(100 * KiB); return p + 4096;
+  /* the block's last datablock, which the extent map names as it names the
+   * first (the free fast path finds the block's own descriptor there) */
+  case P_LARGE_LAST_PAGE: p = malloc(100 * KiB); return p + 96 * KiB;
   case P_LARGE_PLUS_64K: p = malloc(1 * MiB); return p + 64 * KiB;
   case P_HUGE_PLUS_16: p = malloc(40 * MiB); return p + 16;
   case P_HUGE_PLUS_PAGE: p = malloc(40 * MiB); return p + 4096;

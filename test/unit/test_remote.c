@@ -53,8 +53,9 @@
  *              after B's flush A's lanes hold ceil/floor(k / LANES) blocks,
  *              exactly those of their lane, lane 0 not empty
  *              (remote_inbox_waiting); A takes its inbox by mm_collect, by a
- *              slow-path allocation, or by an allocation that misses, and
- *              every lane is empty after it.
+ *              slow-path allocation, by an allocation that misses, or
+ *              within MM_HEARTBEAT_CALLS medium allocations, and every lane
+ *              is empty after it.
  *   lane race  A spins on lane 0 and runs thread_heap_beat the moment it
  *              turns non-empty, while B hands it chains of 1..32 blocks;
  *              after each chain A's inbox must drain completely: a chain left
@@ -481,12 +482,25 @@ static void f_collect(worker_t *w) {
 }
 
 /* A slow path of the allocator that takes no block of the model: a large
- * block (thread_heap_malloc_slow, thread_heap_beat first). */
+ * block above the medium range (thread_heap_malloc_slow, thread_heap_beat
+ * first, on every call). */
 static void f_slow(worker_t *w) {
-  void *p = mm_malloc(40000);
+  void *p = mm_malloc(200000);
   WCHECK("a large block", p != NULL);
   (void)w;
   mm_free(p);
+}
+
+/* Medium blocks only (40,000 B), MM_HEARTBEAT_CALLS of them, each freed at
+ * once: they skip the thread heap's lock and beat, but for one call in
+ * every MM_HEARTBEAT_CALLS, which must come among these. */
+static void f_medium(worker_t *w) {
+  for (unsigned i = 0; i < MM_HEARTBEAT_CALLS; i++) {
+    void *p = mm_malloc(40000);
+    WCHECK("a medium block", p != NULL);
+    mm_free(p);
+  }
+  (void)w;
 }
 
 static void f_free_all(worker_t *w) {
@@ -985,6 +999,8 @@ static void lane_case(int k, int how, size_t miss_size) {
     run(a, f_collect);
   } else if (how == 1) {
     run(a, f_slow);
+  } else if (how == 3) {
+    run(a, f_medium);
   } else { /* an allocation that misses: a class A has no page of yet */
     a->n = 1;
     a->size = miss_size;
@@ -1008,7 +1024,7 @@ static void t_lanes(uint64_t seed) {
   static const size_t miss[] = {80, 96, 128, 160, 192, 224, 320, 384, 448, 512, 768, 896};
   int ks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, BATCH - 1, BATCH, BATCH + 1, BATCH + 5, 2 * BATCH + 3};
   int nk = (int)(sizeof(ks) / sizeof(ks[0])), m = 0;
-  for (int i = 0; i < nk; i++) lane_case(ks[i], i % 3, miss[m++ % 12]);
+  for (int i = 0; i < nk; i++) lane_case(ks[i], i % 4, miss[m++ % 12]);
   end_phase("lanes");
 }
 
