@@ -253,7 +253,7 @@ void heap_free(struct mm_heap_s *pub, void *p) {
     uintptr_t w = atomic_load_relaxed(&e->xowner_tid);
     pool_t *pl = (pool_t *)(w & ~MM_OWNER_POOL);
     uint64_t off = a - e->page_start;
-    if ((w & MM_OWNER_POOL) && (void *)e->local_free == (void *)h && pl != &h->large &&
+    if ((w & MM_OWNER_POOL) && e->pool_heap == (void *)h && pl != &h->large &&
         pool_offset_carved(e, off) && page_offset_at_block(e, off)) {
       uintptr_t *o = p;
       mm_pool_cache_t *c = &pl->pub.cache[mm_pool_thread_];

@@ -9,7 +9,9 @@
  *   | blk 0 | blk 1 | ... | blk reserved-1 | (not yet carved) ... | waste |
  *
  * No header anywhere in it: the descriptor (extent_t, region.h) lives in the
- * slot's management area, and its line 0 is what the fast paths read.
+ * slot's management area: its line 0 (the page's owner, start, bounds)
+ * is what every free reads, its line 1 (the free lists, the count) what
+ * the owner's malloc and free write.
  *
  * Invariants (page_is_valid):
  *   free and local_free are disjoint lists of distinct carved blocks of the
@@ -348,7 +350,7 @@ MM_INLINE void *page_pop_secure(extent_t *page) {
  * use), never on both.  The list is no longer one of blocks never handed
  * out: MM_EXTENT_FRESH goes.  Only the checked modes set that mark
  * (page_extend), so only they clear it, and the default mode does not
- * touch the descriptor's second line here. */
+ * write the flags here. */
 MM_INLINE void page_take_local_frees(extent_t *page) {
   mm_assert_internal(page->free == NULL && page->local_free != NULL);
   block_t *list = page->local_free;

@@ -122,7 +122,7 @@ void pool_claim_block(extent_t *e, void *arg) {
   e->kind = MM_EXTENT_POOL;
   e->free = NULL;
   /* line 0 names the heap too, so that mm_heap_free reads only this line */
-  e->local_free = pl && pl->heap ? (block_t *)(void *)pl->heap : NULL;
+  e->pool_heap = pl ? (void *)pl->heap : NULL;
   e->used = 0;
   e->page_start = e->node.start;
   e->block_size = pl ? pl->size : 0;

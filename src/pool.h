@@ -21,7 +21,7 @@
  *   magic       ceil(2^64 / object size): the divisibility test of page.h;
  *   block_size  the object size;
  *   xowner      NULL (a pool is not a thread heap);
- *   local_free  the heap (heap.c) whose pool this is, or NULL;
+ *   pool_heap   the heap (heap.c) whose pool this is, or NULL;
  *   next/prev   the pool's list of its blocks (the pool's lock).
  * A block comes back to the page manager whole (mm_pool_release,
  * mm_pool_destroy, mm_page_block_free): into the page cache, where a

@@ -26,7 +26,7 @@ static mm_mutex_t quarantine_lock = {MM_MUTEX_FREE,
  *
  * Invariants (quarantine_lock): every held block is a POOL extent flagged
  * MM_EXTENT_QUARANTINED and owned by no pool or heap (its owner word the
- * tag alone, xlimit 0, local_free NULL), so that every pool, heap and
+ * tag alone, xlimit 0, pool_heap NULL), so that every pool, heap and
  * page-block call refuses a pointer into it; it is on the list once;
  * held_bytes and held_blocks count the list.  A held block still counts as
  * lent (its local heap's lent_bytes): mm_stats_json says how much of that
@@ -67,7 +67,7 @@ void pool_give_back(extent_t *e, unsigned by) {
   }
   atomic_store_relaxed(&e->xowner_tid, MM_OWNER_POOL);
   atomic_store_relaxed(&e->xlimit, 0);
-  e->local_free = NULL;
+  e->pool_heap = NULL;
   e->block_size = 0;
   e->size_class = (uint8_t)by;
   e->flags |= MM_EXTENT_QUARANTINED;

@@ -41,16 +41,26 @@ typedef enum extent_kind_e {
  * area, never next to user data.
  *
  * Who touches what:
- *   line 0, PAGE:   free, local_free, used: the owner thread (or a thread
- *                   holding the owner's slow-path lock, taking over its
- *                   full pages); xcarved: written by the owner, read by any
- *                   thread (relaxed); xowner, xowner_tid: any thread reads
+ *   line 0, PAGE:   what a free reads, from any thread; its writes are
+ *                   rare, so the line stays shared in the caches of every
+ *                   thread that frees into the page.  xcarved: written by
+ *                   the owner (when carving extends), read by any thread
+ *                   (relaxed); xowner, xowner_tid: any thread reads
  *                   (relaxed); written only through page.h's ownership
  *                   calls, by the owner, under the home heap's lock
  *                   (abandon, adopt, retire), or by a taker holding the
  *                   owner's slow-path lock (remote.c); page_start, magic,
  *                   block_size: const while the extent is a page.
- *   line 1:         kind: the home heap's lock (every change of kind, so
+ *           POOL:   pool_heap, written when the pool block is lent or
+ *                   given back (pool.c, pool_quarantine.c).
+ *   line 1, PAGE:   free, local_free, used: the owner thread (or a thread
+ *                   holding the owner's slow-path lock, taking over its
+ *                   full pages), written on every malloc and free of its
+ *                   own: kept off line 0, or a thread freeing into the page
+ *                   (a consumer) and its owner (taking back the blocks)
+ *                   would pull line 0 from each other's cache block by
+ *                   block.
+ *                   kind: the home heap's lock (every change of kind, so
  *                   that coalescing neighbours read it safely); PAGE
  *                   reserved, capacity, size_class, idle: owner;
  *                   FREE/CACHED flags, freed_at, dirty: home heap's lock;
@@ -68,9 +78,9 @@ typedef enum extent_kind_e {
  * outgoing batches or in the owner's inbox still count as used.
  */
 typedef struct extent_s {
-  /* line 0: the page fast paths */
-  struct block_s *free;          /* blocks malloc hands out next */
-  struct block_s *local_free;    /* blocks the owner freed since the last refill */
+  /* line 0: what every free reads, the owner's and other threads' */
+  uint64_t unused_line0;
+  void *pool_heap;               /* POOL: the first-class heap of its pool, or NULL */
   _Atomic(uintptr_t) xowner_tid; /* the owner's id | tags (page.h), or 0 */
   uintptr_t page_start;          /* == node.start, kept on this line for free() */
   union {
@@ -78,7 +88,7 @@ typedef struct extent_s {
     _Atomic(uint64_t) xlimit;    /* POOL: bytes carved so far, from page_start */
   };
   uint64_t magic;                /* ceil(2^64 / block_size): divisibility test */
-  uint32_t used;                 /* blocks handed out and not freed back */
+  uint32_t unused_line0b;
   uint32_t block_size;
   _Atomic(struct thread_heap_s *) xowner; /* owning thread heap, or NULL */
   /* line 1 */
@@ -93,7 +103,10 @@ typedef struct extent_s {
   struct extent_s *prev;
   uint32_t dirty;    /* FREE/CACHED: datablocks that may be resident (<= ndatablocks) */
   uint32_t mark;     /* checkers: the pass that last saw it on a list */
-  uint32_t unused_line1[6];
+  struct block_s *free;       /* PAGE: blocks malloc hands out next */
+  struct block_s *local_free; /* PAGE: blocks the owner freed since the last refill */
+  uint32_t used;              /* PAGE: blocks handed out and not freed back */
+  uint32_t unused_line1;
   /* line 2 */
   itree_node_t node; /* node.start, node.ndatablocks: the extent, for every kind */
   uint64_t reserved_line2[2];
@@ -115,7 +128,9 @@ typedef struct extent_s {
 
 _Static_assert(sizeof(extent_t) == 192, "extent descriptor is three lines");
 _Static_assert(offsetof(extent_t, xowner) + sizeof(void *) == 64,
-               "the free fast path reads only line 0");
+               "every free reads only line 0");
+_Static_assert(offsetof(extent_t, free) >= 64 && offsetof(extent_t, used) + sizeof(uint32_t) <= 128,
+               "the owner's page state is on line 1, apart from what other threads' frees read");
 
 /* The slot header, at the start of the slot's management area:
  *
