@@ -150,9 +150,21 @@
  * and over (a batch allocated, then freed) takes them back without its
  * local heap's lock.  Pages kept idle for two heartbeats go home. */
 #define MM_THREAD_EMPTY_BYTES ((size_t)512 << 10)
+/* A thread whose batches are bigger than that sends pages home and takes
+ * as many back in its next round: each time it needs a page from its local
+ * heap after sending one home for want of room, its own bound doubles, up
+ * to this (Hoard's threadtest at 2 threads, 3.2 MB a round: 0.75x the
+ * time); it falls back to MM_THREAD_EMPTY_BYTES when its kept pages go
+ * home idle. */
+#define MM_THREAD_EMPTY_MAX ((size_t)4 << 20)
+/* ... but a bound grown past MM_THREAD_EMPTY_BYTES counts only up to this
+ * divided by the live threads (4 MiB each up to 4 threads, 1 MiB at 16, no
+ * growth from 32): with many threads the pages they hold add up (pipeline
+ * at 32 threads: peak RSS 21 -> 25 MiB with 4 MiB each). */
+#define MM_THREAD_EMPTY_GROWN_TOTAL ((size_t)16 << 20)
 /* ... and across all threads at most this much: each thread's share is it
- * divided by the live threads, up to MM_THREAD_EMPTY_BYTES (512 KiB each up
- * to 128 threads; 64 KiB each at 1024). */
+ * divided by the live threads, up to its own bound (512 KiB each up to 128
+ * threads; 64 KiB each at 1024). */
 #define MM_THREAD_EMPTY_TOTAL ((size_t)64 << 20)
 
 /* ---- local heap -----------------------------------------------------------

@@ -151,6 +151,8 @@ void thread_heap_init_fresh(thread_heap_t *th) {
   memset(&th->full, 0, sizeof(th->full));
   memset(&th->empty, 0, sizeof(th->empty));
   th->empty_bytes = 0;
+  th->empty_limit = MM_THREAD_EMPTY_BYTES;
+  th->empty_overflowed = false;
   memset(th->out, 0, sizeof(th->out));
   th->tid = mm_thread_id();
   th->slow_calls = 0;
@@ -291,6 +293,12 @@ extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
     if (page->size_class != c) page_init(page, c);
     return page;
   }
+  /* A page went home for want of room and th needs one again: its
+   * batches are bigger than its bound, which doubles (config.h). */
+  if (th->empty_overflowed) {
+    th->empty_overflowed = false;
+    if (th->empty_limit < MM_THREAD_EMPTY_MAX) th->empty_limit *= 2;
+  }
   /* th's first page of class c keeps only its head resident (config.h) */
   size_t keep = 0;
   if (!(th->classes_paged >> c & 1)) {
@@ -353,12 +361,16 @@ int thread_heap_adopt_page(thread_heap_t *th, extent_t *page) {
   return got;
 }
 
-/* How many bytes of empty pages a thread may keep now: its share of
- * MM_THREAD_EMPTY_TOTAL among the live threads, at most MM_THREAD_EMPTY_BYTES. */
-static size_t empty_cap(void) {
+/* How many bytes of empty pages th may keep now: its own bound, but at
+ * most its share among the live threads of MM_THREAD_EMPTY_TOTAL (up to
+ * MM_THREAD_EMPTY_BYTES) or of MM_THREAD_EMPTY_GROWN_TOTAL, the larger. */
+static size_t empty_cap(const thread_heap_t *th) {
   uint32_t live = live_heaps();
-  size_t share = live ? MM_THREAD_EMPTY_TOTAL / live : MM_THREAD_EMPTY_BYTES;
-  return share < MM_THREAD_EMPTY_BYTES ? share : MM_THREAD_EMPTY_BYTES;
+  if (!live) live = 1;
+  size_t base = MM_THREAD_EMPTY_TOTAL / live, grown = MM_THREAD_EMPTY_GROWN_TOTAL / live;
+  if (base > MM_THREAD_EMPTY_BYTES) base = MM_THREAD_EMPTY_BYTES;
+  size_t share = grown > base ? grown : base;
+  return share < th->empty_limit ? share : th->empty_limit;
 }
 
 /* used reached 0 (th's lock held): the page stays where it is if it is
@@ -372,15 +384,17 @@ void thread_heap_page_empty(thread_heap_t *th, extent_t *page) {
   if (q->first == page) return;
   extent_list_remove(q, page);
   uint32_t bytes = block_bytes(page);
-  size_t cap = empty_cap();
+  size_t cap = empty_cap(th);
   while (th->empty.last && th->empty_bytes + bytes > cap) {
     extent_t *old = th->empty.last; /* the oldest goes home */
     extent_list_remove(&th->empty, old);
     th->empty_bytes -= block_bytes(old);
     thread_heap_retire_page(old);
+    th->empty_overflowed = true;
   }
   if (bytes > cap) {
     thread_heap_retire_page(page);
+    th->empty_overflowed = true;
     return;
   }
   MM_CHECK(3, "kept page", page_is_valid(page, MM_WHY));
@@ -398,6 +412,8 @@ void thread_heap_empty_release(thread_heap_t *th, bool all) {
     extent_list_remove(&th->empty, page);
     th->empty_bytes -= block_bytes(page);
     thread_heap_retire_page(page);
+    th->empty_limit = MM_THREAD_EMPTY_BYTES; /* its batches stopped */
+    th->empty_overflowed = false;
   }
 }
 
@@ -547,7 +563,11 @@ bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size) {
       return heap_bad(why, why_size, th, "page on the empty list has blocks in use", p->size_class, p);
     bytes += block_bytes(p);
   }
-  if (bytes != th->empty_bytes || bytes > MM_THREAD_EMPTY_BYTES)
-    return heap_bad(why, why_size, th, "empty_bytes does not sum the empty list", 0, NULL);
+  /* (over empty_limit only after the limit fell back: the next page kept
+   * trims the list to it) */
+  if (bytes != th->empty_bytes || bytes > MM_THREAD_EMPTY_MAX)
+    return heap_bad(why, why_size, th, "empty_bytes does not sum the empty list, or is over its bound", 0, NULL);
+  if (th->empty_limit < MM_THREAD_EMPTY_BYTES || th->empty_limit > MM_THREAD_EMPTY_MAX)
+    return heap_bad(why, why_size, th, "empty_limit out of its range", 0, NULL);
   return true;
 }

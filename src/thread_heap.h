@@ -88,8 +88,9 @@
  * the first of each small class), `full` (no free block: its tag has
  * MM_OWNER_FULL, so the owner's free misses the fast path and puts it back
  * in its queue) or `empty` (no block in use, not its class's current
- * page: kept, up to MM_THREAD_EMPTY_BYTES (less when more than 128
- * threads share MM_THREAD_EMPTY_TOTAL), for the next page this thread needs
+ * page: kept, up to the heap's empty_limit (MM_THREAD_EMPTY_BYTES, growing
+ * to MM_THREAD_EMPTY_MAX for a thread whose batches need more; less when
+ * many threads share MM_THREAD_EMPTY_TOTAL), for the next page this thread needs
  * of its class, or of a class with page blocks of its size).  Pages come from the local heap (thread_heap_new_page,
  * under that heap's lock for the hand-over), and go back to it empty
  * (thread_heap_retire_page: to the page cache; from the empty list when it
@@ -152,7 +153,12 @@ typedef struct thread_heap_s {
   extent_list_t queue[MM_CLASSES];
   extent_list_t full;
   extent_list_t empty;  /* pages with no block in use, kept for reuse, newest first */
-  uint32_t empty_bytes; /* their page blocks' bytes, <= MM_THREAD_EMPTY_BYTES */
+  uint32_t empty_bytes; /* their page blocks' bytes, <= MM_THREAD_EMPTY_MAX (and
+                           <= empty_limit but just after it fell back) */
+  uint32_t empty_limit; /* this thread's bound on them (thread_heap.c), from
+                           MM_THREAD_EMPTY_BYTES up to MM_THREAD_EMPTY_MAX */
+  bool empty_overflowed; /* a page went home for want of room since the
+                            last page this heap took from its local heap */
   _Atomic(block_t *) xinbox[MM_LANES]; /* any thread pushes chains; owner takes all */
   _Atomic(uint32_t) xactive_ms;        /* when the owner last ran a slow path */
   mm_spin_t lock;                      /* owner's slow paths; a taker of its full pages */

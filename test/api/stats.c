@@ -538,6 +538,51 @@ static void test_kept_pages(void) {
         total("empty_page_bytes") <= total("page_slack_bytes"));
 }
 
+/* A thread whose batch is bigger than 512 KiB (here 1.5 MiB: 24 pages)
+ * sends pages home at every round and takes as many back in the next; its
+ * bound grows (doubling each round that happens, up to 4 MiB) until it
+ * keeps the whole batch: after a few rounds a round takes no local heap
+ * lock, and it holds the whole batch as empty pages (with a bound fixed at
+ * 512 KiB it would take 16 pages a round from its heap, 32 or more
+ * acquisitions).  Alone (one live thread besides main) its share of the
+ * total allows it.  At exit they all go home. */
+#define GROW_BLOCKS (24 * 1024)
+typedef struct {
+  double locks_late;  /* local heap lock acquisitions in the last 8 rounds */
+  double empty_late;  /* empty_page_bytes after the last round's frees */
+} grown_t;
+
+static void *grow_thread(void *arg) {
+  grown_t *g = arg;
+  void **p = mm_malloc(GROW_BLOCKS * sizeof(void *));
+  if (!p) return NULL;
+  double before = 0;
+  for (int r = 0; r < 20; r++) {
+    if (r == 12) before = total("lock_acquisitions");
+    for (int i = 0; i < GROW_BLOCKS; i++) p[i] = mm_malloc(SMALL);
+    for (int i = 0; i < GROW_BLOCKS; i++) mm_free(p[i]);
+  }
+  g->locks_late = total("lock_acquisitions") - before;
+  g->empty_late = total("empty_page_bytes");
+  mm_free(p);
+  return NULL;
+}
+
+static void test_kept_pages_grow(void) {
+  grown_t g = {-1, -1};
+  pthread_t t;
+  REQUIRE("a thread", pthread_create(&t, NULL, grow_thread, &g) == 0);
+  pthread_join(t, NULL);
+  double after = total("empty_page_bytes");
+  fprintf(stderr, "  a 1.5 MiB batch: %.0f lock acquisitions in its last 8 rounds, %.2f MiB kept\n",
+          g.locks_late, g.empty_late / MiB);
+  CHECK("a thread whose batches outgrow 512 KiB keeps them: under a lock a round, late on",
+        g.locks_late >= 0 && g.locks_late < 8);
+  CHECK("... and holds the batch's pages empty between rounds",
+        g.empty_late >= (double)(GROW_BLOCKS * SMALL) - 128 * KiB);
+  CHECK("... and they go home at its exit", after >= 0 && g.empty_late - after >= 1.0 * MiB);
+}
+
 /* Many threads share 64 MiB of kept pages (the README's bound): 160
  * threads, all started (and holding a thread heap) before any frees, each
  * fill nine 64 KiB pages and free them, then wait; each may keep 64 MiB /
@@ -598,6 +643,7 @@ int main(void) {
   test_stats_consistent();
   test_scaling_counters();
   test_kept_pages();
+  test_kept_pages_grow();
   test_kept_pages_many();
   test_memory();
   return check_summary("api_stats");
