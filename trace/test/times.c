@@ -6,9 +6,10 @@
  * (which the recorder stamps on one call in 8), 20 ms of computing, and
  * eight more small mallocs: the gap shows at the first of them the
  * recorder stamps.  Last it runs a thread that computes for 30 ms of its
- * CPU time and makes no allocator call at all.  It starts with eight calls
- * 300 us apart, so that whatever the C library's start-up did, the calls
- * it measures are stamped. */
+ * CPU time and makes no allocator call at all.  It starts with sixteen
+ * calls 300 us apart, so that whatever the C library's start-up did, the
+ * calls it measures are stamped (a malloc and its free back to back, on a
+ * fast machine, were a dense window: the calls after it went unstamped). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,9 @@ static void *computer(void *arg) {
 int main(void) {
   struct timespec pause = {0, 300000};
   for (int i = 0; i < 8; i++) {
-    free(malloc(16));
+    void *p = malloc(16);
+    nanosleep(&pause, NULL);
+    free(p); /* apart too: a free right after its malloc can make a dense window */
     nanosleep(&pause, NULL);
   }
   void *a = malloc(64);
