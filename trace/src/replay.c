@@ -381,9 +381,10 @@ static void fifo_trim(prep_t *p) {
  * release, and in the releasing thread's ring of its latest ones.  A new
  * block takes, in this order:
  *   - the queue's oldest, if it was released more than SLOT_SETTLED_NS
- *     before the block's allocation in the trace's time: the replay keeps
- *     threads within LAG_NS of each other, so that release has been made
- *     and the new block does not wait for it (this also drains the queue);
+ *     before the block's allocation in the trace's time: at every call the
+ *     replay has the other threads at most that far behind (pace_arrive),
+ *     so that release has been made and the new block does not wait for
+ *     it (this also drains the queue);
  *   - one its own thread released (its own program made that release
  *     already: no wait), the latest first;
  *   - a new slot.
@@ -1097,19 +1098,28 @@ static void reader_next(op_reader_t *r) { r->have = false; }
 typedef struct {
   double owed;                      /* the program's work not yet spun, ns */
   unsigned since_sync;
+  uint64_t synced_at;               /* the trace's time of the last wait for the others */
 } pace_t;
 
 /* One op of trace thread `me` (an index into progress[]): the waits and
  * the program's own work before it, then the call. */
 /* Thread me comes to a call made at at_ns in the trace: it says so, and
- * every 64 calls waits until no other thread is more than LAG_NS behind
+ * every 64 calls, or sooner once SYNC_NS of the trace's time passed since
+ * it last did, waits until no other thread is more than LAG_NS behind
  * (the program's own hand-offs, a queue, a lock, kept its threads that
  * close, and a replay without them would let a producer run ahead and
- * hold memory the program never held). */
+ * hold memory the program never held).  The time bound is what slot_new's
+ * cross-thread reuse relies on: at every call the others have come to
+ * at_ns - SYNC_NS - LAG_NS = at_ns - SLOT_SETTLED_NS at least.  Counting
+ * calls alone let 64 calls spread over milliseconds of the trace (a
+ * thread the OS preempted while it was recorded) run ahead of another
+ * thread's releases, and a new block wait for one of them. */
+#define SYNC_NS (SLOT_SETTLED_NS - LAG_NS)
 static inline void pace_arrive(uint64_t me, uint64_t at_ns, pace_t *pc) {
   atomic_store_explicit(&progress[me].at, at_ns, memory_order_release);
-  if (++pc->since_sync == 64) {
+  if (++pc->since_sync == 64 || at_ns - pc->synced_at > SYNC_NS) {
     pc->since_sync = 0;
+    pc->synced_at = at_ns;
     uint64_t reach;
     if (at_ns > LAG_NS) wait_others(me, at_ns - LAG_NS, &reach);
   }
@@ -1251,7 +1261,7 @@ static void *replay_thread(void *arg) {
   uint64_t me = progress_base + ti->thread;
   op_reader_t *r = own_alloc(sizeof *r);
   if (!reader_open(r, ti->thread, ti->ops)) exit(3);
-  pace_t pc = {0, 0};
+  pace_t pc = {0, 0, 0};
   for (;;) {
     if (r->raw_end - r->raw_at >= OP_MAX) {
       size_t len = replay_plain(r, me, &pc);
@@ -1308,7 +1318,7 @@ static void *replay_group(void *arg) {
     atomic_store_explicit(&progress[g->member[k]->thread].at, o ? o->at_ns : UINT64_MAX,
                           memory_order_release);
   }
-  pace_t pc = {0, 0};
+  pace_t pc = {0, 0, 0};
   backoff_t b = {0, 0};
   for (;;) {
     /* the earliest next op of the members; in a trace whose clock cannot
