@@ -132,7 +132,7 @@ MM_INLINE bool refill_quick(thread_heap_t *th, extent_t *page) {
  * path), else a slow path, told the class. */
 void *thread_heap_malloc_medium(thread_heap_t *th, size_t size) {
   if (likely(size <= MM_SMALL_MAX && !mm_slow_only)) {
-    unsigned c = size_class_of_slow(size);
+    unsigned c = size_class_of_medium(size);
     extent_t *page = th->queue[c].first;
     if (likely(page != NULL)) {
       block_t *b = page->free;

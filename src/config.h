@@ -102,6 +102,11 @@
 /* Sizes up to this are mapped to a page by one table lookup. */
 #define MM_DIRECT_MAX 1024
 #define MM_DIRECT_SLOTS (MM_DIRECT_MAX / 16 + 1)
+/* Sizes above it, to MM_SMALL_MAX, are mapped to their class by one table
+ * lookup in steps of this many bytes (every class size there is a
+ * multiple of it: size_class.c checks). */
+#define MM_MEDIUM_STEP 256
+#define MM_MEDIUM_SLOTS (MM_SMALL_MAX / MM_MEDIUM_STEP + 1)
 /* Blocks carved from a fresh page per refill: about one OS page's worth, so
  * a page's memory is touched only as it is used. */
 #define MM_EXTEND_BYTES 4096

@@ -133,9 +133,16 @@ MM_SLOW_PATH void thread_heap_free_slow(void *p, const char *call) {
     }
     os_fatal("mmalloc: %s(): out of memory freeing %p\n", call, p);
   }
+  thread_heap_free_block(th, e, b);
+}
+
+/* b, a checked block of page already marked free (its canary), freed by
+ * th holding no lock: into its page if th owns it (a full one goes back
+ * in its queue), else into its owner's batch (remote_free_block). */
+MM_SLOW_PATH void thread_heap_free_block(thread_heap_t *th, extent_t *page, block_t *b) {
   thread_heap_lock(th);
-  if (unlikely(mm_vg_rz)) quarantine_push(th, e, b);
-  else remote_free_block(th, e, b);
+  if (unlikely(mm_vg_rz)) quarantine_push(th, page, b);
+  else remote_free_block(th, page, b);
   if (++th->slow_calls % MM_HEARTBEAT_CALLS == 0) thread_heap_beat(th);
   thread_heap_check_all(th);
   thread_heap_unlock(th);

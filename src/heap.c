@@ -180,7 +180,7 @@ void *heap_malloc(struct mm_heap_s *pub, size_t size) {
   heap_t *h = heap_of(pub);
   busy_enter(h);
   unsigned c = size <= MM_DIRECT_MAX  ? mm_direct_class[(size + 15) >> 4]
-               : size <= MM_SMALL_MAX ? size_class_of_slow(size)
+               : size <= MM_SMALL_MAX ? size_class_of_medium(size)
                                       : MM_CLASSES;
   void *p = alloc_class_or_large(h, c, size);
   busy_leave(h);

@@ -343,9 +343,10 @@ static MM_NOINLINE void free_other_checked(void *p, extent_t *page, const char *
  * small (no call on its common path, so few registers to save): the same
  * checks as the owner's fast path (block boundary of the carved part, not
  * already free), then into the batch for the page's owner.  A large block
- * goes straight to its local heap.  The checked modes go to
- * free_other_checked; this thread's own full page, an abandoned page, a
- * thread without a heap and a bad pointer go on to thread_heap_free_slow. */
+ * goes straight to its local heap, a block of this thread's own full page
+ * to thread_heap_free_block.  The checked modes go to free_other_checked;
+ * an abandoned page, a thread without a heap and a bad pointer go on to
+ * thread_heap_free_slow. */
 void thread_heap_free_other(void *p, extent_t *page, const char *call) {
   thread_heap_t *th = mm_thread_heap;
   thread_heap_t *owner = page_owner(page);
@@ -361,6 +362,13 @@ void thread_heap_free_other(void *p, extent_t *page, const char *call) {
              b->canary != canary)) {
     b->canary = canary;
     send_remote(th, owner, b);
+    return;
+  }
+  if (owner == th && page_offset_is_block(page, off) && b->canary != canary) {
+    /* This thread's own full page (or one a taker holds): the checks the
+     * slow lookup would make are made, so it is skipped. */
+    b->canary = canary;
+    thread_heap_free_block(th, page, b);
     return;
   }
   if (!owner && page->kind == MM_EXTENT_LARGE && a == page->node.start) {

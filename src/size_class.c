@@ -11,7 +11,9 @@
  * Invariants (checked by size_class_is_valid and the unit test):
  *   size_class_of(n) is the smallest class with size >= n, for 0 < n <=
  *   MM_SMALL_MAX (0 maps to class 0);
- *   sizes are multiples of 16, strictly increasing;
+ *   sizes are multiples of 16, strictly increasing, and above
+ *   MM_DIRECT_MAX multiples of MM_MEDIUM_STEP (so the medium table, by
+ *   steps of that many bytes, is exact);
  *   capacity * size <= ndatablocks * MM_DATABLOCK_SIZE;
  *   for every offset o < 2^32: (o * magic mod 2^64) < magic iff size divides
  *   o (Lemire, Kaser and Kurz's divisibility test), and for o = k * size
@@ -26,6 +28,7 @@
 
 size_class_t mm_size_classes[MM_CLASSES];
 uint8_t mm_direct_class[MM_DIRECT_SLOTS];
+uint8_t mm_medium_class[MM_MEDIUM_SLOTS];
 
 static uint32_t class_size(unsigned c) {
   if (c < 8) return 16 * (c + 1);
@@ -56,6 +59,8 @@ void size_class_init(void) {
   }
   for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++)
     mm_direct_class[k] = (uint8_t)size_class_of_slow(k ? 16 * k : 1);
+  for (unsigned k = 0; k < MM_MEDIUM_SLOTS; k++)
+    mm_medium_class[k] = (uint8_t)size_class_of_slow(k ? MM_MEDIUM_STEP * k : 1);
 }
 
 /* The class of a size in (0, MM_SMALL_MAX], by arithmetic. */
@@ -77,6 +82,11 @@ bool size_class_is_valid(char *why, size_t why_size) {
     }
     if ((size_t)sc->capacity * sc->size > bytes || sc->capacity == 0) {
       os_format(why, why_size, "class %u: capacity %u does not fit", c, sc->capacity);
+      return false;
+    }
+    if (sc->size > MM_DIRECT_MAX && sc->size % MM_MEDIUM_STEP) {
+      os_format(why, why_size, "class %u: size %u above MM_DIRECT_MAX not a multiple of MM_MEDIUM_STEP",
+                c, sc->size);
       return false;
     }
     if (size_class_of_slow(sc->size) != c || size_class_of_slow(prev + 1) != c) {

@@ -21,15 +21,23 @@ typedef struct size_class_s {
 
 extern size_class_t mm_size_classes[MM_CLASSES];
 extern uint8_t mm_direct_class[MM_DIRECT_SLOTS];
+extern uint8_t mm_medium_class[MM_MEDIUM_SLOTS];
 
 void size_class_init(void);
 unsigned size_class_of_slow(size_t n);
 bool size_class_is_valid(char *why, size_t why_size);
 
+/* The class of n in (MM_DIRECT_MAX, MM_SMALL_MAX]: n rounded up to a
+ * multiple of MM_MEDIUM_STEP has the same smallest fitting class, every
+ * class size there being such a multiple. */
+MM_INLINE unsigned size_class_of_medium(size_t n) {
+  return mm_medium_class[(n + MM_MEDIUM_STEP - 1) / MM_MEDIUM_STEP];
+}
+
 /* The smallest class whose blocks hold n bytes (0 < n <= MM_SMALL_MAX). */
 MM_INLINE unsigned size_class_of(size_t n) {
   if (n <= MM_DIRECT_MAX) return mm_direct_class[(n + 15) >> 4];
-  return size_class_of_slow(n);
+  return size_class_of_medium(n);
 }
 
 /* The smallest class of at least n bytes (n <= MM_SMALL_MAX; 0 gives the

@@ -56,12 +56,15 @@
  *     │   not already free: batch_add to the batch for that thread;
  *     │   a full batch goes to its inbox, one CAS per lane (remote_flush)
  *     │   a LARGE extent starting at p: local_heap_free_large
+ *     │   this thread's full page, p checked the same way:
+ *     │   thread_heap_free_block (below, without the lookup)
  *     │   checked modes: free_other_checked, the same two frees without
  *     │   the lock, the block filled (block_on_free), links encoded
  *     └ thread_heap_free_slow      MM_SLOW_PATH, free.c; also from above
  *         thread_heap_lookup: not ours / interior / double free -> abort
  *         LARGE: local_heap_free_large; huge: local_heap_free_huge
- *         remote_free_block (remote.c), holding the heap's lock:
+ *         thread_heap_free_block: remote_free_block (remote.c),
+ *         holding the heap's lock:
  *           page ours but full: thread_heap_free_local puts it back in
  *           its queue; page abandoned: thread_heap_adopt_page, then local;
  *           page of another thread: remote_push onto its batch
@@ -258,6 +261,7 @@ void *thread_heap_malloc_aligned(size_t size, size_t align, bool zero);
 void *thread_heap_alloc_big(thread_heap_t *th, size_t size, size_t align, bool zero, bool room);
 void thread_heap_free_other(void *p, extent_t *page, const char *call);
 MM_SLOW_PATH void thread_heap_free_slow(void *p, const char *call);
+MM_SLOW_PATH void thread_heap_free_block(thread_heap_t *th, extent_t *page, block_t *b);
 extent_t *thread_heap_lookup(const void *p, const char *call);
 MM_COLD MM_NORETURN void thread_heap_bad_pointer(const char *call, const void *p, const char *what);
 void thread_heap_quarantine_drain(thread_heap_t *th, size_t keep);

@@ -59,13 +59,23 @@ static void do_call(call_t call, void *p) {
 typedef enum {
   P_STACK, P_STATIC, P_UNMAPPED, P_MAPPED, P_SMALL_PLUS_8, P_SMALL_PLUS_16, P_SMALL_PLUS_1,
   P_LARGE_PLUS_16, P_LARGE_PLUS_PAGE, P_LARGE_LAST_PAGE, P_LARGE_PLUS_64K, P_HUGE_PLUS_16,
-  P_HUGE_PLUS_PAGE, P_HUGE_PLUS_MIB, P_SMALL_ALIAS_48, P_SMALL_ALIAS_63, P_KINDS
+  P_HUGE_PLUS_PAGE, P_HUGE_PLUS_MIB, P_SMALL_ALIAS_48, P_SMALL_ALIAS_63, P_FULL_PLUS_16, P_KINDS
 } ptr_kind_t;
 static const char *kind_names[] = {"stack", "static", "unmapped", "mapped", "small+8", "small+16",
                                    "small+1", "large+16", "large+4096", "large+96K", "large+64K",
                                    "huge+16",
-                                   "huge+4096", "huge+1M", "small+2^48", "small+2^63"};
+                                   "huge+4096", "huge+1M", "small+2^48", "small+2^63",
+                                   "full-page+16"};
 static char static_data[64];
+
+/* Blocks of 8 KiB (eight to a page) until the first page is full: the
+ * ninth malloc moves it to its thread's full list, so the owner's free of
+ * one of its blocks misses the fast path's tag (a path of its own). */
+#define FULL_BLOCKS 12
+static char *full_page_blocks(char *b[FULL_BLOCKS]) {
+  for (int i = 0; i < FULL_BLOCKS; i++) b[i] = malloc(8 * KiB);
+  return b[0];
+}
 
 static void *bad_pointer_of(ptr_kind_t k, char *stack) {
   char *p;
@@ -93,6 +103,10 @@ static void *bad_pointer_of(ptr_kind_t k, char *stack) {
    * fast path must still refuse it) */
   case P_SMALL_ALIAS_48: p = malloc(64); return (void *)((uintptr_t)p + ((uintptr_t)1 << 48));
   case P_SMALL_ALIAS_63: p = malloc(64); return (void *)((uintptr_t)p | ((uintptr_t)1 << 63));
+  case P_FULL_PLUS_16: {
+    char *b[FULL_BLOCKS];
+    return full_page_blocks(b) + 16;
+  }
   default: return NULL;
   }
 }
@@ -100,11 +114,12 @@ static void *bad_pointer_of(ptr_kind_t k, char *stack) {
 /* ---- double frees ------------------------------------------------------------ */
 typedef enum {
   D_SMALL, D_SMALL_TRAFFIC, D_LARGE, D_LARGE_TRAFFIC, D_HUGE, D_HUGE_TRAFFIC, D_SMALL_REMOTE,
-  D_MM_SMALL, D_MM_LARGE, D_MM_HUGE, D_KINDS
+  D_FULL_REMOTE, D_MM_SMALL, D_MM_LARGE, D_MM_HUGE, D_KINDS
 } double_kind_t;
 static const char *double_names[] = {"small",      "small-after-traffic", "large",
                                      "large-after-traffic", "huge", "huge-after-traffic",
-                                     "small-freed-by-another-thread", "mm-small", "mm-large",
+                                     "small-freed-by-another-thread",
+                                     "full-page-freed-by-another-thread", "mm-small", "mm-large",
                                      "mm-huge"};
 
 /* Allocations and frees of sizes other than p's, that do not need memory
@@ -162,7 +177,28 @@ static void *remote_alloc(void *arg) {
   return malloc(48);
 }
 
+static void *remote_free(void *arg) {
+  free(arg);
+  return NULL;
+}
+
 static void double_free_case(double_kind_t k) {
+  if (k == D_FULL_REMOTE) {
+    /* Another thread frees a block of this thread's full page (it reaches
+     * the owner's inbox when that thread exits); the owner, which has not
+     * taken its inbox since, frees it again while the page is still on
+     * its full list. */
+    char *b[FULL_BLOCKS];
+    char *p = full_page_blocks(b);
+    pthread_t t;
+    report(p);
+    pthread_create(&t, NULL, remote_free, p);
+    pthread_join(t, NULL);
+    free(opaque_ptr(p));
+    printf("second free returned\n");
+    fflush(stdout);
+    return;
+  }
   size_t size = 0;
   bool mm = false, with_traffic = false, small = false;
   switch (k) {

@@ -1,5 +1,5 @@
 /* test_size_class.c — size-class math: every size maps to the smallest
- * class that holds it, the direct table agrees, the divisibility test the
+ * class that holds it, the direct and medium tables agree, the divisibility test the
  * free fast path uses is exact, aligned classes are aligned.  Not a benchmark. */
 #include <stdint.h>
 
@@ -17,7 +17,7 @@ int main(void) {
   CHECK("malloc(0) gets the 16-byte class", size_class_of(0) == 0);
 
   /* Every size: the class holds it, the class below does not. */
-  int bad_fit = 0, bad_direct = 0, bad_waste = 0;
+  int bad_fit = 0, bad_direct = 0, bad_medium = 0, bad_waste = 0;
   for (size_t n = 1; n <= MM_SMALL_MAX; n++) {
     unsigned c = size_class_of(n);
     if (c >= MM_CLASSES || mm_size_classes[c].size < n ||
@@ -25,12 +25,14 @@ int main(void) {
       bad_fit++;
     if (n <= MM_DIRECT_MAX && mm_direct_class[(n + 15) >> 4] != size_class_of_slow(n))
       bad_direct++;
+    if (n > MM_DIRECT_MAX && size_class_of_medium(n) != size_class_of_slow(n)) bad_medium++;
     /* at most 25% internal fragmentation above 128 B, 15 bytes below */
     uint32_t s = mm_size_classes[c].size;
     if (n > 128 ? (s - n) * 4 > n : s - n > 15) bad_waste++;
   }
   CHECK("every size maps to its smallest fitting class", bad_fit == 0);
   CHECK("direct table equals the arithmetic", bad_direct == 0);
+  CHECK("medium table equals the arithmetic", bad_medium == 0);
   CHECK("internal fragmentation bounded", bad_waste == 0);
 
   /* Four classes per power of two above 128 B. */
