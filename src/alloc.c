@@ -30,6 +30,7 @@ static void *alloc_class(thread_heap_t *th, unsigned c) {
   while (page) {
     extent_t *next = page->next;
     if (page_refill(page)) {
+      if (unlikely(page->trim_at)) thread_heap_first_page_carved(page);
       if (page != q->first) {
         extent_list_remove(q, page);
         extent_list_push_front(q, page);

@@ -116,8 +116,16 @@
  * otherwise hold up to 512 KiB of someone else's old memory for a few
  * blocks (98 threads of the pipeline workload held 9-17 MB that way).  Its
  * later pages of the class keep all: the class is in demand there, and the
- * page will fill. */
+ * page will fill.  But where most first pages are carved past that head
+ * anyway, by their thread or by the thread that adopts them after it
+ * exits, the given-back memory is faulted in again (short-lived threads
+ * that each fill pages of many classes, as in mimalloc-bench's mleak:
+ * 10 times the page faults).  So the process counts, over each window of
+ * MM_PAGE_FIRST_WINDOW first pages, how many were carved past the head:
+ * over half, and first pages keep all for the next window; else they keep
+ * the head (thread_heap.c, first_page_trial). */
 #define MM_PAGE_FIRST_KEEP ((size_t)16 << 10)
+#define MM_PAGE_FIRST_WINDOW 64
 /* Remote frees are batched per destination heap: a batch is handed over
  * with one CAS when it reaches this many blocks (or on the slow path). */
 #define MM_REMOTE_BATCH 32

@@ -100,6 +100,7 @@ void page_init(extent_t *page, unsigned cls) {
   page->local_free = NULL;
   page->used = 0;
   page->reserved = 0;
+  page->trim_at = 0;
   atomic_store_relaxed(&page->xcarved, 0);
   page->block_size = sc->size;
   page->capacity = sc->capacity;

@@ -106,7 +106,8 @@ typedef struct extent_s {
   struct block_s *free;       /* PAGE: blocks malloc hands out next */
   struct block_s *local_free; /* PAGE: blocks the owner freed since the last refill */
   uint32_t used;              /* PAGE: blocks handed out and not freed back */
-  uint32_t unused_line1;
+  uint32_t trim_at;           /* PAGE: the thread's first page of its class: the bytes past
+                                 page_start it kept of its block (thread_heap_new_page) */
   /* line 2 */
   itree_node_t node; /* node.start, node.ndatablocks: the extent, for every kind */
   uint64_t reserved_line2[2];

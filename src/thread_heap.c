@@ -251,6 +251,29 @@ static extent_t *adopt_from(local_heap_t *h, unsigned cls, thread_heap_t *th) {
   return page;
 }
 
+/* First pages (config.h, MM_PAGE_FIRST_KEEP): how many the current window
+ * has taken, how many first pages were carved past their head since it
+ * began, and whether first pages keep all of their block for now.  Relaxed
+ * and approximate: a count that lands just after a window is judged goes
+ * to the next one. */
+static struct {
+  _Atomic(uint32_t) xtaken, xpast;
+  _Atomic(bool) xwhole;
+} first_pages;
+
+/* A first page is taken: true if it keeps only its head.  The page that
+ * fills a window judges it for the next one. */
+static bool first_page_trial(void) {
+  bool whole = atomic_load_relaxed(&first_pages.xwhole);
+  if (atomic_fetch_add_relaxed(&first_pages.xtaken, 1) + 1 >= MM_PAGE_FIRST_WINDOW) {
+    uint32_t past = atomic_exchange_acquire(&first_pages.xpast, 0);
+    atomic_store_relaxed(&first_pages.xtaken, 0);
+    whole = past * 2 > MM_PAGE_FIRST_WINDOW;
+    atomic_store_relaxed(&first_pages.xwhole, whole);
+  }
+  return !whole;
+}
+
 /* A page of class c for th, holding th's lock, on none of th's lists: an
  * abandoned one (of th's local heap, else of any: a page of a thread that
  * exited, or of an idle thread whose full pages were taken over, is better
@@ -265,7 +288,10 @@ extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
     local_heap_t *from = &mm_heaps[(h->index + i) % mm_nheaps];
     extent_t *page;
     while ((page = adopt_from(from, c, th)) != NULL) {
-      if (page_refill(page)) return page;
+      if (page_refill(page)) {
+        if (unlikely(page->trim_at)) thread_heap_first_page_carved(page);
+        return page;
+      }
       extent_list_push_front(&th->full, page);
       page_set_full(page, th->tid, true);
     }
@@ -299,17 +325,32 @@ extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
     th->empty_overflowed = false;
     if (th->empty_limit < MM_THREAD_EMPTY_MAX) th->empty_limit *= 2;
   }
-  /* th's first page of class c keeps only its head resident (config.h) */
-  size_t keep = 0;
+  /* th's first page of class c keeps only its head resident, while the
+   * heads of first pages mostly suffice (config.h) */
+  size_t head = 0;
   if (!(th->classes_paged >> c & 1)) {
     size_t block = ((size_t)mm_size_classes[c].size + MM_DATABLOCK_SIZE - 1) & ~(size_t)(MM_DATABLOCK_SIZE - 1);
-    keep = block > MM_PAGE_FIRST_KEEP ? block : MM_PAGE_FIRST_KEEP;
+    head = block > MM_PAGE_FIRST_KEEP ? block : MM_PAGE_FIRST_KEEP;
+    if (head >= (size_t)mm_size_classes[c].ndatablocks << MM_DATABLOCK_SHIFT) head = 0;
   }
+  size_t keep = head && first_page_trial() ? head : 0;
   claim_t claim = {th, c};
   extent_t *page = local_heap_take_page_block(h, mm_size_classes[c].ndatablocks, 1, keep, claim_page,
                                               &claim);
-  if (page) th->classes_paged |= (uint64_t)1 << c;
+  if (page) {
+    th->classes_paged |= (uint64_t)1 << c;
+    page->trim_at = (uint32_t)head;
+  }
   return page;
+}
+
+/* page was just refilled by its owner (its first owner or the thread that
+ * adopted it): if it is a first page (trim_at set) and its carved blocks
+ * now reach past the head, count it for the window. */
+void thread_heap_first_page_carved(extent_t *page) {
+  if ((uint64_t)page->reserved * page->block_size <= page->trim_at) return;
+  page->trim_at = 0;
+  atomic_fetch_add_relaxed(&first_pages.xpast, 1);
 }
 
 /* A page without a block in use (off every list of its owner) goes home

@@ -212,6 +212,7 @@ void thread_heap_registry_reinit_all(void);
 void thread_heap_foreach(void (*visit)(thread_heap_t *th, void *arg), void *arg);
 /* pages */
 extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c);
+void thread_heap_first_page_carved(extent_t *page);
 void thread_heap_retire_page(extent_t *page);
 void thread_heap_abandon_page(extent_t *page);
 int thread_heap_adopt_page(thread_heap_t *th, extent_t *page);

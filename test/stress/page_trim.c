@@ -8,12 +8,23 @@
  * the pages go to the local heap's page cache, resident.  Thread B, new,
  * then takes 16 KiB blocks: its first page is one of those blocks, and
  * mincore must find at most its head (16 KiB) and the block B wrote
- * resident; its second page must be resident whole.  Run with
- * MMALLOC_HEAPS=1 (set by CMakeLists.txt): one page cache.  The purge delay
- * is 60 s and the purge thread off, so nothing else gives the blocks back.
- * Not a benchmark. */
+ * resident; its second page must be resident whole.
+ *
+ * Then rounds of short-lived threads that each fill a page's worth of
+ * five classes and hand the blocks to the main thread, which frees them
+ * (mimalloc-bench's mleak pattern): their first pages, cut from the pages
+ * the round before gave back, are carved past their heads, so after the
+ * first window of first pages none is trimmed any more (returned_bytes
+ * stays where it was: trimming them all would return 48 KiB a page).
+ * Then rounds of threads that take one block of each class, as B did:
+ * their first pages keep only their heads again.
+ *
+ * Run with MMALLOC_HEAPS=1 (set by CMakeLists.txt): one page cache.  The
+ * purge delay is 60 s and the purge thread off, so nothing else gives
+ * blocks back.  Not a benchmark. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -78,6 +89,55 @@ static void *thread_b(void *arg) {
   return NULL;
 }
 
+/* ---- threads that fill their first pages, then threads that do not ---- */
+
+#define FILL_ROUNDS 16
+#define LIGHT_ROUNDS 48
+#define THREADS 2
+static const size_t sizes[] = {48, 96, 192, 384, 768};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+#define FILL ((size_t)64 << 10) /* bytes of each class a filling thread takes */
+
+typedef struct worker_s {
+  bool fill;
+  size_t n;
+  void *blocks[NSIZES * (FILL / 48)];
+} worker_t;
+
+static void *worker(void *arg) {
+  worker_t *w = arg;
+  w->n = 0;
+  for (size_t k = 0; k < NSIZES; k++) {
+    size_t count = w->fill ? FILL / sizes[k] : 1;
+    for (size_t i = 0; i < count; i++) {
+      char *p = mm_malloc(sizes[k]);
+      REQUIRE("worker: malloc", p != NULL);
+      memset(p, 0x33, sizes[k]);
+      w->blocks[w->n++] = p;
+    }
+  }
+  return NULL; /* exits: its blocks are the main thread's to free */
+}
+
+/* returned_bytes over the second half of `rounds` rounds of threads that
+ * fill their pages or not */
+static long long rounds_returned(bool fill, int rounds) {
+  static worker_t w[THREADS];
+  long long at_half = 0;
+  for (int r = 0; r < rounds; r++) {
+    if (r == rounds / 2) at_half = stats_number("total.returned_bytes");
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+      w[i].fill = fill;
+      REQUIRE("a worker", pthread_create(&t[i], NULL, worker, &w[i]) == 0);
+    }
+    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < THREADS; i++)
+      for (size_t j = 0; j < w[i].n; j++) mm_free(w[i].blocks[j]);
+  }
+  return stats_number("total.returned_bytes") - at_half;
+}
+
 int main(void) {
   CHECK("a long purge delay", mm_option_set("purge_delay_ms", 60000) == 0);
   CHECK("no purge thread", mm_option_set("purge_thread_mib", 0) == 0);
@@ -99,5 +159,26 @@ int main(void) {
         r.returned_after - r.returned_before >= (long long)(PAGE - BLOCK));
   CHECK("B's second page of the class keeps the recycled block resident",
         r.second_resident == PAGE / 4096);
+
+  /* A first page trimmed to its 16 KiB head gives 48 KiB of a 64 KiB page
+   * back.  Threads that fill their pages: the rounds measured take this
+   * many first pages from the local heap.  Threads that take one block of
+   * each class adopt, in every other round, the pages the round before
+   * left (each holding a block the main thread had not freed yet), and
+   * take the rest from the local heap, so half as many. */
+  long long fill_all = (long long)(FILL_ROUNDS / 2) * THREADS * NSIZES * (48 << 10);
+  long long light_all = (long long)(LIGHT_ROUNDS / 2) * THREADS * NSIZES * (48 << 10) / 2;
+  long long fill = rounds_returned(true, FILL_ROUNDS);
+  long long light = rounds_returned(false, LIGHT_ROUNDS);
+  fprintf(stderr,
+          "page_trim: threads that fill their first pages: %lld KiB returned in the last %d rounds "
+          "(%lld if every first page were trimmed); threads that take a block of a class: %lld KiB "
+          "in the last %d (%lld)\n",
+          fill / 1024, FILL_ROUNDS / 2, fill_all / 1024, light / 1024, LIGHT_ROUNDS / 2,
+          light_all / 1024);
+  CHECK("threads that fill their first pages: those pages keep their blocks whole",
+        fill >= 0 && fill < fill_all / 10);
+  CHECK("threads that take a block of a class: their first pages keep only the head again",
+        light >= light_all / 2);
   return check_summary("page_trim");
 }
