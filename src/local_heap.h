@@ -53,7 +53,11 @@ MM_HIDDEN_BEGIN
  *   medium slot, at most MM_MEDIUM_CACHE_MAX), abandoned[its class] (a PAGE without owner), a thread
  *   heap's lists (a PAGE with an owner), or none (LARGE, LOST); huge_cache holds
  *   CACHED huge mappings, each on no other list;
- *   bit c of xabandoned_classes == (abandoned[c] is not empty); xcached ==
+ *   abandoned[c] holds the pages with a block to hand out (adoptable) first,
+ *   then the full ones, which wait there for a free (whose thread adopts
+ *   the page) instead of going to every new thread's full list and back;
+ *   bit c of xabandoned_classes == (abandoned[c]'s first page is
+ *   adoptable); xcached ==
  *   cache_count; xhuge_cached == huge_cache_count;
  *   huge_cached_datablocks == the committed datablocks of the huge cache's
  *   mappings; huge_room_datablocks == the committed datablocks behind the
@@ -79,7 +83,7 @@ typedef struct local_heap_s {
   extent_list_t abandoned[MM_CLASSES];  /* pages without owner, by class */
   /* Counts mirrored for lock-free peeks (written under lock, read by any
    * thread, relaxed: a stale value only delays the work to the next look). */
-  _Atomic(uint64_t) xabandoned_classes; /* bit c: abandoned[c] is not empty */
+  _Atomic(uint64_t) xabandoned_classes; /* bit c: abandoned[c] has an adoptable page */
   _Atomic(uint32_t) xhuge_cached;       /* huge_cache_count */
   _Atomic(uint32_t) xcached;            /* cache_count */
   _Atomic(uint64_t) xpages_taken_over;  /* stats: full pages taken from idle threads */
@@ -174,6 +178,11 @@ void local_heap_abandoned_push_locked(local_heap_t *h, extent_t *page);
 extent_t *local_heap_abandoned_pop_locked(local_heap_t *h, unsigned cls);
 void local_heap_abandoned_remove_locked(local_heap_t *h, extent_t *page);
 /* Hints (relaxed peeks, rechecked under the lock). */
+/* An abandoned page has a block to hand out (its lists do not change while
+ * it has no owner: a free into it adopts it first). */
+MM_INLINE bool abandoned_page_adoptable(const extent_t *page) {
+  return page->free || page->local_free || page->reserved < page->capacity;
+}
 MM_INLINE bool local_heap_has_abandoned(const local_heap_t *h, unsigned cls) {
   return atomic_load_relaxed(&h->xabandoned_classes) >> cls & 1;
 }

@@ -114,9 +114,14 @@ static bool abandoned_is_valid(check_t *c) {
   local_heap_t *h = c->h;
   uint64_t classes = atomic_load_relaxed(&h->xabandoned_classes);
   for (unsigned cls = 0; cls < MM_CLASSES; cls++) {
-    if (!(classes >> cls & 1) != !h->abandoned[cls].first)
+    const extent_t *first = h->abandoned[cls].first;
+    if (!(classes >> cls & 1) != !(first && abandoned_page_adoptable(first)))
       return bad(c, "an abandoned-class bit disagrees with its list", 0);
+    bool full_seen = false;
     for (extent_t *p = h->abandoned[cls].first; p; p = p->next) {
+      if (!abandoned_page_adoptable(p)) full_seen = true;
+      else if (full_seen)
+        return bad(c, "an abandoned page with blocks to hand out after a full one", p->node.start);
       if (p->kind != MM_EXTENT_PAGE || p->size_class != cls || local_heap_of_extent(p) != h ||
           atomic_load_relaxed(&p->xowner) != NULL)
         return bad(c, "abandoned list holds a page that is not an abandoned page of its class",

@@ -161,30 +161,42 @@ void local_heap_unlend(extent_t *e) {
 
 bool local_heap_any_abandoned(void) { return atomic_load_relaxed(&xabandoned_pages) != 0; }
 
+/* bit cls of xabandoned_classes: the list's first page is adoptable (they
+ * come first, the full ones after them). */
+static void abandoned_class_update(local_heap_t *h, unsigned cls) {
+  const extent_t *first = h->abandoned[cls].first;
+  uint64_t bits = atomic_load_relaxed(&h->xabandoned_classes);
+  uint64_t bit = (uint64_t)1 << cls;
+  bits = first && abandoned_page_adoptable(first) ? bits | bit : bits & ~bit;
+  atomic_store_relaxed(&h->xabandoned_classes, bits);
+}
+
 void local_heap_abandoned_push_locked(local_heap_t *h, extent_t *page) {
   mm_assert_internal(local_heap_locked(h) && local_heap_of_extent(page) == h);
   mm_assert_internal(page->kind == MM_EXTENT_PAGE && atomic_load_relaxed(&page->xowner) == NULL);
   mm_assert_internal(!page->next && !page->prev);
   unsigned cls = page->size_class;
   h->pages_abandoned++;
-  extent_list_push_front(&h->abandoned[cls], page);
-  atomic_store_relaxed(&h->xabandoned_classes,
-                       atomic_load_relaxed(&h->xabandoned_classes) | ((uint64_t)1 << cls));
-  atomic_fetch_add_relaxed(&xabandoned_pages, 1);
+  if (abandoned_page_adoptable(page)) {
+    extent_list_push_front(&h->abandoned[cls], page);
+    atomic_fetch_add_relaxed(&xabandoned_pages, 1);
+  } else {
+    extent_list_push_back(&h->abandoned[cls], page);
+  }
+  abandoned_class_update(h, cls);
 }
 
 void local_heap_abandoned_remove_locked(local_heap_t *h, extent_t *page) {
   mm_assert_internal(local_heap_locked(h) && atomic_load_relaxed(&page->xowner) == NULL);
   unsigned cls = page->size_class;
   extent_list_remove(&h->abandoned[cls], page);
-  if (!h->abandoned[cls].first)
-    atomic_store_relaxed(&h->xabandoned_classes,
-                         atomic_load_relaxed(&h->xabandoned_classes) & ~((uint64_t)1 << cls));
-  atomic_fetch_sub_relaxed(&xabandoned_pages, 1);
+  abandoned_class_update(h, cls);
+  if (abandoned_page_adoptable(page)) atomic_fetch_sub_relaxed(&xabandoned_pages, 1);
 }
 
 extent_t *local_heap_abandoned_pop_locked(local_heap_t *h, unsigned cls) {
   extent_t *page = h->abandoned[cls].first;
-  if (page) local_heap_abandoned_remove_locked(h, page);
+  if (!page || !abandoned_page_adoptable(page)) return NULL;
+  local_heap_abandoned_remove_locked(h, page);
   return page;
 }

@@ -278,8 +278,9 @@ static bool first_page_trial(void) {
  * abandoned one (of th's local heap, else of any: a page of a thread that
  * exited, or of an idle thread whose full pages were taken over, is better
  * reused anywhere than left half empty while fresh pages are carved) with
- * a free block, else a fresh one.  Abandoned pages without a free block
- * join th's full list.  NULL when there is no memory. */
+ * a free block, else a fresh one.  Full abandoned pages are not handed
+ * out: they wait on their list for a free, whose thread adopts them.
+ * NULL when there is no memory. */
 extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
   mm_assert_internal(thread_heap_locked(th));
   local_heap_t *h = th->local;

@@ -189,9 +189,40 @@ static void heap_checker_tests(void) {
                                atomic_load_relaxed(&h->xabandoned_classes) ^ ((uint64_t)1 << cls)),
           "bit disagrees");
 
+  /* a full abandoned page waits behind the adoptable ones */
+  extent_t *p3 = local_heap_take_page_block(h, mm_size_classes[cls].ndatablocks, 1, 0, claim, &cls);
+  REQUIRE("a third page", p3 != NULL);
   local_heap_lock(h);
-  local_heap_abandoned_remove_locked(h, p2);
-  page_set_owner(p2, &stand_in, 1);
+  p3->reserved = p3->capacity; /* every block carved and handed out */
+  p3->used = p3->capacity;
+  page_clear_owner(p3);
+  local_heap_abandoned_push_locked(h, p3);
+  local_heap_unlock(h);
+  CHECK("a full abandoned page goes behind the adoptable one", h->abandoned[cls].first == p2 &&
+                                                                   h->abandoned[cls].last == p3);
+  CHECK("checker accepts a full abandoned page", heap_valid(h));
+  uint64_t bit = (uint64_t)1 << cls;
+  REJECTS("an adoptable abandoned page after a full one", h, {
+    extent_list_remove(&h->abandoned[cls], p3);
+    extent_list_push_front(&h->abandoned[cls], p3);
+    atomic_store_relaxed(&h->xabandoned_classes, atomic_load_relaxed(&h->xabandoned_classes) & ~bit);
+  }, {
+    extent_list_remove(&h->abandoned[cls], p3);
+    extent_list_push_back(&h->abandoned[cls], p3);
+    atomic_store_relaxed(&h->xabandoned_classes, atomic_load_relaxed(&h->xabandoned_classes) | bit);
+  }, "after a full one");
+  local_heap_lock(h);
+  extent_t *adopted = local_heap_abandoned_pop_locked(h, cls);
+  if (adopted) page_set_owner(adopted, &stand_in, 1); /* as an adopter does, at once */
+  CHECK("the adoptable page is handed out first", adopted == p2);
+  CHECK("the full page is not handed out", local_heap_abandoned_pop_locked(h, cls) == NULL);
+  CHECK("... and the class shows nothing to adopt",
+        !(atomic_load_relaxed(&h->xabandoned_classes) & bit));
+  local_heap_abandoned_remove_locked(h, p3);
+  page_set_owner(p3, &stand_in, 1);
+  p3->used = 0;
+  page_clear_owner(p3);
+  local_heap_cache_page_locked(h, p3);
   p2->used = 0;
   page_clear_owner(p2);
   local_heap_cache_page_locked(h, p2);
