@@ -177,12 +177,12 @@ void local_heap_unlend(extent_t *e);
 void local_heap_abandoned_push_locked(local_heap_t *h, extent_t *page);
 extent_t *local_heap_abandoned_pop_locked(local_heap_t *h, unsigned cls);
 void local_heap_abandoned_remove_locked(local_heap_t *h, extent_t *page);
-/* Hints (relaxed peeks, rechecked under the lock). */
 /* An abandoned page has a block to hand out (its lists do not change while
  * it has no owner: a free into it adopts it first). */
 MM_INLINE bool abandoned_page_adoptable(const extent_t *page) {
   return page->free || page->local_free || page->reserved < page->capacity;
 }
+/* Hints (relaxed peeks, rechecked under the lock). */
 MM_INLINE bool local_heap_has_abandoned(const local_heap_t *h, unsigned cls) {
   return atomic_load_relaxed(&h->xabandoned_classes) >> cls & 1;
 }

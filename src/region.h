@@ -106,8 +106,9 @@ typedef struct extent_s {
   struct block_s *free;       /* PAGE: blocks malloc hands out next */
   struct block_s *local_free; /* PAGE: blocks the owner freed since the last refill */
   uint32_t used;              /* PAGE: blocks handed out and not freed back */
-  uint32_t trim_at;           /* PAGE: the thread's first page of its class: the bytes past
-                                 page_start it kept of its block (thread_heap_new_page) */
+  uint32_t trim_at;           /* PAGE: a thread's first page of its class: where its head
+                                 ends, bytes past page_start, until a refill carves past
+                                 it (thread_heap_first_page_carved); else 0 */
   /* line 2 */
   itree_node_t node; /* node.start, node.ndatablocks: the extent, for every kind */
   uint64_t reserved_line2[2];
