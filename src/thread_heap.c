@@ -287,14 +287,13 @@ extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
   for (uint32_t i = 0; i < mm_nheaps; i++) {
     if (i && !local_heap_any_abandoned()) break;
     local_heap_t *from = &mm_heaps[(h->index + i) % mm_nheaps];
-    extent_t *page;
-    while ((page = adopt_from(from, c, th)) != NULL) {
-      if (page_refill(page)) {
-        if (unlikely(page->trim_at)) thread_heap_first_page_carved(page);
-        return page;
-      }
-      extent_list_push_front(&th->full, page);
-      page_set_full(page, th->tid, true);
+    extent_t *page = adopt_from(from, c, th);
+    if (page) {
+      /* adoptable: its lists did not change while it had no owner */
+      bool refilled = page_refill(page);
+      mm_assert(refilled);
+      if (unlikely(page->trim_at)) thread_heap_first_page_carved(page);
+      return page;
     }
   }
   /* a page this thread emptied and kept: no lock to take.  One of class c
