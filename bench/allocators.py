@@ -211,6 +211,7 @@ def discover(build_dir, extra=(), only=None, install=True, log=print):
         if not os.path.exists(path):
             raise SystemExit("--alloc %s: %s does not exist" % (name, path))
         found = [a for a in found if a.name != name]
+        missing = [m for m in missing if m[0] != name]   # a missing peer the user supplied
         found.append(Allocator(name, os.path.abspath(path), None, "user"))
     usable = []
     for a in found:

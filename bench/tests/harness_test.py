@@ -16,7 +16,8 @@ when matplotlib is installed) exist and agree with each other:
     and the real program ruby runs (or is skipped with a note without it);
   - --alloc-env reaches an allocator's runs (the broken allocator with
     BROKEN_EVERY=0 is not broken), is listed in environment.txt, and a
-    malformed or unknown one is refused.
+    malformed or unknown one is refused;
+  - a peer given by --alloc is not also listed as missing.
 Prints a 'N passed, N failed' line; exit status 0 when all pass.
 """
 
@@ -134,6 +135,7 @@ def main():
             breakdown_listing(c, a.build_dir)
         scaling_and_real(c, a.build_dir)
         alloc_env(c, a.build_dir, broken)
+        alloc_replaces_missing(c, a.build_dir, broken)
         t = harness.run_child(["sleep", "5"], dict(os.environ), 0.5)
         c.check("a run over its timeout is killed and recorded as timeout",
                 t["status"] == "timeout" and t["wall_s"] < 4, str(t.get("status")))
@@ -177,6 +179,24 @@ def alloc_env(c, build_dir, broken):
                     r.stderr[-300:])
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def alloc_replaces_missing(c, build_dir, broken):
+    """--alloc NAME=PATH for a peer that is not installed (as on a machine
+    the peers' libraries were carried to) measures it and does not also list
+    it as missing; the peers not supplied are still listed."""
+    real = allocators.find_library
+    allocators.find_library = lambda soname, cache=None: None
+    try:
+        found, missing, _ = allocators.discover(build_dir, ["jemalloc=" + broken], None,
+                                                install=False, log=lambda *a: None)
+    finally:
+        allocators.find_library = real
+    names = [m[0] for m in missing]
+    c.check("a peer given by --alloc is measured", any(a.name == "jemalloc" and a.origin == "user"
+                                                       for a in found), str(found))
+    c.check("a peer given by --alloc is not listed as missing", "jemalloc" not in names, str(names))
+    c.check("the peers not given are listed as missing", "tcmalloc" in names, str(names))
 
 
 def breakdown_listing(c, build_dir):
