@@ -197,6 +197,12 @@ def alloc_replaces_missing(c, build_dir, broken):
                                                        for a in found), str(found))
     c.check("a peer given by --alloc is not listed as missing", "jemalloc" not in names, str(names))
     c.check("the peers not given are listed as missing", "tcmalloc" in names, str(names))
+    env = ("allocators:\n  jemalloc   /x/libjemalloc.so.2   user library\n"
+           "  jemalloc   MISSING: libjemalloc.so.2 not found\n"
+           "  tcmalloc   MISSING: libtcmalloc_minimal.so.4 not found\n")
+    meta = report.meta_from_environment(env, [{"rep": "1"}])
+    c.check("a report redrawn from such an environment.txt lists only the peer not measured",
+            [m[0] for m in meta["missing"]] == ["tcmalloc"], str(meta["missing"]))
 
 
 def breakdown_listing(c, build_dir):
