@@ -56,6 +56,20 @@ static void *alloc_class(thread_heap_t *th, unsigned c) {
   return page_pop(page);
 }
 
+/* th's stash not empty, a block above the small classes wanted: a medium
+ * block of the datablocks size needs from the stash (zeroed if asked), or
+ * NULL (a medium size it has none of sent it home first: first fit must
+ * see that memory).  For the callers of thread_heap_alloc_big but
+ * malloc's, which thread_heap_malloc_stashed serves. */
+MM_NOINLINE void *thread_heap_stash_alloc(thread_heap_t *th, size_t size, bool zero) {
+  if (size <= MM_SMALL_MAX || size > ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT))
+    return NULL;
+  size_t n = (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
+  void *p = thread_heap_stash_take(th, n);
+  if (p && zero) memset(p, 0, n << MM_DATABLOCK_SHIFT);
+  return p;
+}
+
 /* A block above the small classes (or too aligned for them): a large
  * extent, or a huge mapping.  room: realloc is moving a growing block (from
  * MM_GROW_MAP_MIN on it gets a mapping of its own, to grow by mremap; below
@@ -88,6 +102,13 @@ static void *alloc_any(thread_heap_t *th, size_t size, size_t align, bool zero) 
     }
   }
   thread_heap_unlock(th);
+  if (size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT) && align <= MM_DATABLOCK_SIZE) {
+    if (th->stash_count) {
+      void *p = thread_heap_stash_alloc(th, size, zero);
+      if (p) return p;
+    }
+    thread_heap_stash_want(th, (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT);
+  }
   return thread_heap_alloc_big(th, size ? size : 1, align, zero, false);
 }
 
@@ -142,6 +163,22 @@ void *thread_heap_malloc_medium(thread_heap_t *th, size_t size) {
     }
     if (likely(th != &mm_heap_empty)) return thread_heap_alloc_class_slow(th, c);
   }
+  if (unlikely(th->stash_count)) return thread_heap_malloc_stashed(th, size);
+  return thread_heap_malloc_slow(th, size);
+}
+
+/* A medium block this thread freed (its stash, thread_heap.c: never
+ * filled for an empty heap or in the checked modes), of the datablocks
+ * size needs, with the beat counted as malloc_slow counts it; else on to
+ * the slow path (a medium size the stash has none of sent it home). */
+MM_NOINLINE void *thread_heap_malloc_stashed(thread_heap_t *th, size_t size) {
+  if (size > MM_SMALL_MAX && size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT)) {
+    if ((++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) != 0) {
+      void *p = thread_heap_stash_take(th, (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT);
+      if (p) return p;
+    }
+    --th->slow_calls; /* malloc_slow counts this call (and beats on the one in 64) */
+  }
   return thread_heap_malloc_slow(th, size);
 }
 
@@ -175,9 +212,12 @@ static MM_SLOW_PATH void *malloc_slow(thread_heap_t *th, size_t size) {
   void *p;
   if (unlikely(mm_slow_only)) p = alloc_checked(th, size, 0, false);
   else if (size > MM_SMALL_MAX && size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT) &&
-           (++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) != 0)
+           (++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) != 0) {
+    thread_heap_stash_want(th, (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT);
     p = thread_heap_alloc_big(th, size, 0, false, false); /* no lock of th: see below */
-  else p = alloc_any(th, size, 0, false);
+  } else {
+    p = alloc_any(th, size, 0, false);
+  }
   local_heap_purger_poke();
   return p;
 }

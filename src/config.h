@@ -179,6 +179,22 @@
  * divided by the live threads, up to its own bound (512 KiB each up to 128
  * threads; 64 KiB each at 1024). */
 #define MM_THREAD_EMPTY_TOTAL ((size_t)64 << 20)
+/* Medium blocks (above MM_SMALL_MAX, up to MM_MEDIUM_DATABLOCKS) a thread
+ * freed, kept by it (the stash, thread_heap.c) for its next malloc of the
+ * same datablocks: a thread that allocates and frees such blocks (zlib's
+ * four 64 KiB deflate buffers per call, an I/O buffer) skips its local
+ * heap's lock both ways.  At most this many, and this many bytes (four of
+ * the largest); they go to the local heap at a heartbeat when none was
+ * taken since the one before, at a malloc they cannot serve, and at the
+ * thread's exit. */
+#define MM_THREAD_STASH 4
+#define MM_THREAD_STASH_BYTES ((size_t)512 << 10)
+/* ... and all threads' stashes at most about this much: a thread's bound
+ * is it divided by the live threads, up to MM_THREAD_STASH_BYTES (512 KiB
+ * each up to 8 threads, 128 KiB at 32, no 64 KiB block from 65 on).  Many
+ * threads that each keep a few buffers hold memory the others could use
+ * (pipeline at 32 threads runs 98, 32 of them calling zlib). */
+#define MM_THREAD_STASH_TOTAL ((size_t)4 << 20)
 
 /* ---- local heap -----------------------------------------------------------
  * Free page blocks kept per local heap, by size, before they go back into the

@@ -171,6 +171,8 @@ static void thread_heap_exit_cb(void *arg) {
   mm_thread_heap = th; /* other destructors may have run before us */
   thread_heap_lock(th);
   thread_heap_check_all(th);
+  thread_heap_stash_flush(th);
+  thread_heap_stash_retire(th);
   thread_heap_abandon(th);
   thread_heap_unlock(th);
   thread_heap_mark_dead(th);
@@ -201,6 +203,7 @@ void thread_heap_collect(void) {
       }
     }
     thread_heap_empty_release(th, true);
+    thread_heap_stash_flush(th);
     thread_heap_check_all(th);
     thread_heap_unlock(th);
   }
@@ -255,6 +258,9 @@ static void abandon_other(thread_heap_t *th, void *self) {
   /* their counts may be one off: the checker then leaves the count alone */
   for (unsigned c = 0; c < MM_CLASSES; c++) mark_forked(&th->queue[c]);
   mark_forked(&th->full);
+  th->stash_count = 0; /* dropped: a free fork interrupted may have half changed it */
+  atomic_store_relaxed(&th->xstash_bytes, 0);
+  thread_heap_stash_retire(th);
   thread_heap_abandon(th);
   thread_heap_unlock(th);
   thread_heap_mark_dead(th);

@@ -92,7 +92,8 @@ void *thread_heap_realloc(void *p, size_t size) {
   void *q;
   if (size > old && size > MM_SMALL_MAX && !mm_vg_rz) { /* growing: from 1 MiB on, a mapping */
     thread_heap_t *th = thread_heap_current();
-    q = th ? thread_heap_alloc_big(th, size, 0, false, true) : NULL;
+    q = th && th->stash_count ? thread_heap_stash_alloc(th, size, false) : NULL;
+    if (!q) q = th ? thread_heap_alloc_big(th, size, 0, false, true) : NULL;
   } else {
     q = thread_heap_malloc_fast(size);
   }
@@ -110,6 +111,13 @@ void *thread_heap_realloc(void *p, size_t size) {
      * now (not its guard, never touched) */
     local_heap_free_large(e, true);
     local_heap_purger_poke();
+    return q;
+  }
+  if (!page && !mm_slow_only && e->kind == MM_EXTENT_LARGE && !slot_of_extent(e)->huge) {
+    /* straight home, not into this thread's stash (thread_heap.c): the
+     * old size of a block that moves is seldom asked for again soon, and
+     * first fit must see its memory (a growing array's next move) */
+    local_heap_free_large(e, false);
     return q;
   }
   thread_heap_free_fast(p, "realloc");

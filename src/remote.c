@@ -373,7 +373,12 @@ void thread_heap_free_other(void *p, extent_t *page, const char *call) {
   }
   if (!owner && page->kind == MM_EXTENT_LARGE && a == page->node.start) {
     /* A large block (the fast path's slot is a heap slot, never huge): the
-     * slow lookup would find this extent and check no more. */
+     * slow lookup would find this extent and check no more but the mark of
+     * a stashed block (thread_heap.c, the stash), which this checks. */
+    if (slot_of_extent(page)->tree == MM_TREE_MEDIUM) {
+      if (unlikely(thread_heap_stashed(page))) thread_heap_bad_pointer(call, p, "double free of");
+      if (thread_heap_stash_put(th, page)) return;
+    }
     local_heap_free_large(page, false);
     return;
   }
@@ -401,6 +406,7 @@ MM_COLD void remote_heartbeat(thread_heap_t *th, uint32_t now) {
     }
   }
   thread_heap_empty_release(th, false);
+  thread_heap_stash_beat(th);
   remote_free_chain(th, remote_dead_take(th->local->index, true)); /* try: our lock is held */
   remote_flush_all(th);
   local_heap_purge_due(now, false, NULL);

@@ -117,6 +117,15 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->pages_adopted = h->pages_adopted;
   local_heap_unlock(h);
   thread_heap_counts(h->index, &s->threads_live, &s->threads_dead);
+  /* blocks in the threads' stashes: freed, though the local heap counts
+   * them live (a stash may change meanwhile: never below zero) */
+  thread_heap_stash_sum_t stash;
+  thread_heap_stash_sum(h->index, &stash);
+  if (stash.bytes > s->large_live) stash.bytes = s->large_live;
+  s->large_live -= stash.bytes;
+  free_resident += stash.bytes;
+  s->large_allocs += stash.allocs;
+  s->large_frees += stash.frees;
   thread_heap_census_t c;
   thread_heap_census(h->index, &c);
   s->pages = c.pages;

@@ -18,6 +18,11 @@
  *     │   the first page of its class has a free block: page_take_block;
  *     │   or local frees: refill_quick (below)
  *     │   └ thread_heap_alloc_class_slow   none: as below, class known
+ *     ├ thread_heap_malloc_stashed   n > 32 KiB and th's stash holds a
+ *     │   block: up to 128 KiB, one of n's datablocks from the stash
+ *     │   (thread_heap_stash_take, no lock; but every
+ *     │   MM_HEARTBEAT_CALLS-th slow call, as below); none of them: the
+ *     │   whole stash goes home (thread_heap_stash_miss), as below
  *     └ thread_heap_malloc_slow                  MM_SLOW_PATH, alloc.c
  *         the current page has local frees: refill_quick, no lock (they
  *           become its free list); every MM_HEARTBEAT_CALLS-th time, as
@@ -32,7 +37,8 @@
  *         thread_heap_beat (remote.h): take the inbox if lane 0 says so
  *           (remote_take_inbox); every MM_HEARTBEAT_MS remote_heartbeat:
  *           hand over batches, retire idle pages (current or kept
- *           empty), free what reached dead
+ *           empty), send an unused stash home (thread_heap_stash_beat),
+ *           free what reached dead
  *           heaps' inboxes (remote_dead_take), local_heap_purge_due
  *         n <= 32 KiB: alloc_class
  *             walk queue[c]: page_refill (local frees, then fresh blocks)
@@ -55,7 +61,10 @@
  *     │   page of another live thread, p at a carved block boundary and
  *     │   not already free: batch_add to the batch for that thread;
  *     │   a full batch goes to its inbox, one CAS per lane (remote_flush)
- *     │   a LARGE extent starting at p: local_heap_free_large
+ *     │   a LARGE extent starting at p: a medium one not in a stash
+ *     │   (else: double free) goes into this thread's stash
+ *     │   (thread_heap_stash_put, no lock; the oldest goes home if it is
+ *     │   full), others to local_heap_free_large
  *     │   this thread's full page, p checked the same way:
  *     │   thread_heap_free_block (below, without the lookup)
  *     │   checked modes: free_other_checked, the same two frees without
@@ -149,7 +158,13 @@ typedef enum thread_heap_state_e {
  *   without MM_OWNER_FULL, with no block in use, and empty_bytes sums their
  *   sizes; no page is on two lists; none is "taken";
  *   remote batches (out[]) hold count blocks in all, block i on lane
- *   i % MM_LANES, each a free block of some page (remote_is_valid). */
+ *   i % MM_LANES, each a free block of some page (remote_is_valid);
+ *   stash[0..stash_count) are LARGE extents of medium slots of `local`, of
+ *   at most MM_MEDIUM_DATABLOCKS, each marked stashed (thread_heap_stashed),
+ *   none twice, xstash_bytes their bytes,
+ *   at most stash_cap (<= MM_THREAD_STASH_BYTES) but just after the cap
+ *   fell (the next put or beat trims it); a LARGE extent outside a stash
+ *   is never marked. */
 typedef struct thread_heap_s {
   extent_t *direct[MM_DIRECT_SLOTS]; /* the malloc fast path reads only this */
   uintptr_t tid;                     /* the owner thread's id (mm_thread_id()) */
@@ -173,6 +188,19 @@ typedef struct thread_heap_s {
   uint32_t slow_calls;
   uint32_t last_beat_ms;
   uint64_t classes_paged; /* bit c: this heap has taken a page block for class c */
+  /* The stash: medium blocks this thread freed, oldest first, for its next
+   * malloc of their datablocks (owner only, no lock; thread_heap.c) */
+  extent_t *stash[MM_THREAD_STASH];
+  uint32_t stash_count;
+  uint32_t stash_takes; /* blocks taken from it since the last heartbeat */
+  uint32_t stash_cap;   /* its bound in bytes now (thread_heap_stash_beat) */
+  uint64_t stash_seen;  /* bit n: this thread malloc'ed a medium block of n datablocks */
+  uint64_t stash_sizes; /* ... and did so again: the sizes its stash keeps */
+  _Atomic(uint32_t) xstash_bytes; /* their bytes: owner writes, statistics read */
+  /* blocks it handed out and took in since the thread began (statistics
+   * add them to the local heap's large_allocs and large_frees, and the
+   * thread's exit adds them there for good) */
+  _Atomic(uint64_t) xstash_allocs, xstash_frees;
   /* Under valgrind only: small blocks freed by this thread, oldest first,
    * kept from reuse so that memcheck still sees a late use after free */
   block_t *quarantine_first, *quarantine_last;
@@ -236,6 +264,74 @@ typedef struct thread_heap_census_s {
 } thread_heap_census_t;
 void thread_heap_census(uint32_t heap, thread_heap_census_t *c);
 bool thread_heap_census_is_valid(char *why, size_t why_size);
+/* the stash (thread_heap.c): a freed medium block kept by the thread that
+ * frees it.  Its mark is the canary of a free small block (its first
+ * bytes read as a block_t), written when it goes in and cleared when it
+ * comes out, so that free, realloc and malloc_usable_size report a second
+ * free of it from any thread. */
+MM_INLINE bool thread_heap_stashed(const extent_t *e) {
+  const block_t *b = (const block_t *)e->node.start;
+  return b->canary == block_canary_of(b);
+}
+void *thread_heap_malloc_stashed(thread_heap_t *th, size_t size);
+void *thread_heap_stash_alloc(thread_heap_t *th, size_t size, bool zero);
+bool thread_heap_stash_put_slow(thread_heap_t *th, extent_t *e);
+void *thread_heap_stash_miss(thread_heap_t *th);
+void thread_heap_stash_flush(thread_heap_t *th);
+void thread_heap_stash_beat(thread_heap_t *th);
+void thread_heap_stash_want(thread_heap_t *th, size_t datablocks);
+typedef struct thread_heap_stash_sum_s {
+  uint64_t bytes, allocs, frees;
+} thread_heap_stash_sum_t;
+void thread_heap_stash_sum(uint32_t heap, thread_heap_stash_sum_t *sum);
+void thread_heap_stash_retire(thread_heap_t *th);
+
+/* e goes in, marked, the stash's bytes now `total`. */
+MM_INLINE void thread_heap_stash_insert(thread_heap_t *th, extent_t *e, uint32_t total) {
+  block_t *b = (block_t *)e->node.start;
+  b->canary = block_canary_of(b);
+  th->stash[th->stash_count++] = e;
+  atomic_store_relaxed(&th->xstash_bytes, total);
+  atomic_store_relaxed(&th->xstash_frees, atomic_load_relaxed(&th->xstash_frees) + 1);
+}
+
+/* e: a LARGE extent of a medium slot at the pointer being freed, checked,
+ * not marked.  True when th keeps it in its stash (the oldest making room
+ * if need be): only a size this thread has asked malloc for twice
+ * (stash_sizes), never a block that realloc grew in place past the
+ * medium sizes. */
+MM_INLINE bool thread_heap_stash_put(thread_heap_t *th, extent_t *e) {
+  if (th == &mm_heap_empty || e->node.ndatablocks > MM_MEDIUM_DATABLOCKS ||
+      !((th->stash_sizes >> e->node.ndatablocks) & 1) ||
+      slot_of_extent(e)->heap != th->local->index || (e->flags & MM_EXTENT_GUARD))
+    return false;
+  uint32_t bytes = (uint32_t)(e->node.ndatablocks << MM_DATABLOCK_SHIFT);
+  uint32_t total = atomic_load_relaxed(&th->xstash_bytes);
+  if (unlikely(th->stash_count == MM_THREAD_STASH || total + bytes > th->stash_cap))
+    return thread_heap_stash_put_slow(th, e);
+  thread_heap_stash_insert(th, e, total + bytes);
+  return true;
+}
+
+/* The newest stashed block of exactly `datablocks` (th's stash not empty),
+ * unmarked; else NULL, after the whole stash went to the local heap. */
+MM_INLINE void *thread_heap_stash_take(thread_heap_t *th, size_t datablocks) {
+  uint32_t i = th->stash_count;
+  while (i-- > 0) {
+    extent_t *e = th->stash[i];
+    if (e->node.ndatablocks != datablocks) continue;
+    uint32_t n = --th->stash_count;
+    for (; i < n; i++) th->stash[i] = th->stash[i + 1]; /* keep the order: oldest first */
+    atomic_store_relaxed(&th->xstash_bytes, atomic_load_relaxed(&th->xstash_bytes) -
+                                                (uint32_t)(datablocks << MM_DATABLOCK_SHIFT));
+    th->stash_takes++;
+    atomic_store_relaxed(&th->xstash_allocs, atomic_load_relaxed(&th->xstash_allocs) + 1);
+    block_t *b = (block_t *)e->node.start;
+    b->canary = 0; /* unmarked */
+    return b;
+  }
+  return thread_heap_stash_miss(th);
+}
 #define thread_heap_check(th) MM_CHECK(3, "thread heap", thread_heap_is_valid((th), MM_WHY))
 
 /* Free b (its canary set) into page, which th owns (holding th's lock).

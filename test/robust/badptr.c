@@ -10,7 +10,9 @@
  * memory mapped by the program, interior pointers of small, large (above
  * 32 KiB) and huge (>= 32 MiB) blocks, a small block's address plus 2^48
  * or with bit 63 set; double frees right after the first
- * free and after other traffic, and from another thread.
+ * free and after other traffic, and from another thread; a medium block
+ * waiting in its thread's stash freed again by another thread, or passed
+ * to realloc or malloc_usable_size.
  *
  * usage: robust_badptr            run every case, each in a child
  *        robust_badptr CASE       run one case here (shows the message)
@@ -114,13 +116,16 @@ static void *bad_pointer_of(ptr_kind_t k, char *stack) {
 /* ---- double frees ------------------------------------------------------------ */
 typedef enum {
   D_SMALL, D_SMALL_TRAFFIC, D_LARGE, D_LARGE_TRAFFIC, D_HUGE, D_HUGE_TRAFFIC, D_SMALL_REMOTE,
-  D_FULL_REMOTE, D_MM_SMALL, D_MM_LARGE, D_MM_HUGE, D_KINDS
+  D_FULL_REMOTE, D_STASHED_REMOTE, D_STASHED_REALLOC, D_STASHED_USABLE, D_MM_SMALL, D_MM_LARGE,
+  D_MM_HUGE, D_KINDS
 } double_kind_t;
 static const char *double_names[] = {"small",      "small-after-traffic", "large",
                                      "large-after-traffic", "huge", "huge-after-traffic",
                                      "small-freed-by-another-thread",
-                                     "full-page-freed-by-another-thread", "mm-small", "mm-large",
-                                     "mm-huge"};
+                                     "full-page-freed-by-another-thread",
+                                     "stashed-medium-freed-by-another-thread",
+                                     "stashed-medium-realloc", "stashed-medium-usable-size",
+                                     "mm-small", "mm-large", "mm-huge"};
 
 /* Allocations and frees of sizes other than p's, that do not need memory
  * p's could provide.  The warm-up (p NULL, before p exists) leaves a hole of
@@ -199,6 +204,28 @@ static void double_free_case(double_kind_t k) {
     fflush(stdout);
     return;
   }
+  if (k == D_STASHED_REMOTE || k == D_STASHED_REALLOC || k == D_STASHED_USABLE) {
+    /* A medium block (100 KiB) this thread freed waits in its stash for its
+     * next malloc of the size: another thread frees it again, or this one
+     * passes it to realloc or malloc_usable_size. */
+    for (int i = 0; i < 2; i++) free(opaque_ptr(malloc(100 * KiB))); /* a size it keeps */
+    char *p = malloc(100 * KiB);
+    memset(p, 0x22, 100 * KiB);
+    report(p);
+    free(opaque_ptr(p));
+    if (k == D_STASHED_REMOTE) {
+      pthread_t t;
+      pthread_create(&t, NULL, remote_free, p);
+      pthread_join(t, NULL);
+    } else if (k == D_STASHED_REALLOC) {
+      p = realloc(opaque_ptr(p), 200 * KiB);
+    } else {
+      printf("usable %zu\n", malloc_usable_size(opaque_ptr(p)));
+    }
+    printf("second free returned\n");
+    fflush(stdout);
+    return;
+  }
   size_t size = 0;
   bool mm = false, with_traffic = false, small = false;
   switch (k) {
@@ -264,7 +291,10 @@ static void build_cases(void) {
     }
   for (int d = 0; d < D_KINDS; d++) {
     snprintf(name, sizeof(name), "double-free-%s", double_names[d]);
-    add_case(name, P_KINDS + d, d >= D_MM_SMALL ? CALL_MM_FREE : CALL_FREE);
+    add_case(name, P_KINDS + d, d >= D_MM_SMALL            ? CALL_MM_FREE
+                                : d == D_STASHED_REALLOC ? CALL_REALLOC
+                                : d == D_STASHED_USABLE  ? CALL_USABLE
+                                                         : CALL_FREE);
   }
 }
 

@@ -1103,6 +1103,38 @@ static void t_checker(void) {
   for (int i = 0; i < NB; i++) blk[i]->canary = 0;
   thread_heap_unlock(th);
   for (int i = 0; i < NB; i++) mm_free(blk[i]);
+
+  /* the stash: two medium blocks main freed, of sizes it asked for before */
+  for (int i = 0; i < 2; i++) {
+    mm_free(mm_malloc(100 << 10));
+    mm_free(mm_malloc(60 << 10));
+  }
+  void *m0 = mm_malloc(100 << 10), *m1 = mm_malloc(60 << 10);
+  mm_free(m0);
+  mm_free(m1);
+  thread_heap_lock(th);
+  REQUIRE("checker: main stashed both medium blocks", th->stash_count == 2);
+  CHECK("checker: accepts main's stash", thread_heap_is_valid(th, why, sizeof(why)));
+  block_t *b0 = (block_t *)th->stash[0]->node.start;
+  b0->canary = 0;
+  CHECK("checker: rejects a stashed block without its mark",
+        !thread_heap_is_valid(th, why, sizeof(why)) && strstr(why, "not a marked medium block"));
+  b0->canary = block_canary_of(b0);
+  extent_t *second = th->stash[1];
+  th->stash[1] = th->stash[0];
+  atomic_store(&th->xstash_bytes, 2 * (uint32_t)(th->stash[0]->node.ndatablocks << MM_DATABLOCK_SHIFT));
+  CHECK("checker: rejects a block stashed twice",
+        !thread_heap_is_valid(th, why, sizeof(why)) && strstr(why, "stashed twice"));
+  th->stash[1] = second;
+  CHECK("checker: rejects xstash_bytes that does not sum the stash",
+        !thread_heap_is_valid(th, why, sizeof(why)) && strstr(why, "xstash_bytes"));
+  atomic_store(&th->xstash_bytes, (uint32_t)((th->stash[0]->node.ndatablocks +
+                                             th->stash[1]->node.ndatablocks) << MM_DATABLOCK_SHIFT));
+  CHECK("checker: accepts the stash restored", thread_heap_is_valid(th, why, sizeof(why)));
+  thread_heap_stash_flush(th);
+  CHECK("checker: accepts the stash sent home", th->stash_count == 0 &&
+                                                     thread_heap_is_valid(th, why, sizeof(why)));
+  thread_heap_unlock(th);
 }
 
 /* ---- the idle take-over ------------------------------------------------------------------------ */
