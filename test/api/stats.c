@@ -793,8 +793,12 @@ static void test_stash(void) {
 }
 
 /* With many live threads a thread's stash is smaller (all stashes share
- * 4 MiB): with 64 threads parked (and main), under 64 KiB each, so a
- * 100 KiB block is not kept and every pair takes the local heap's lock. */
+ * 4 MiB), and it keeps a size only where its cap holds two of it.  With 64
+ * threads parked (and main), under 64 KiB each: a 100 KiB block is not
+ * kept, and every pair of 4 blocks takes the local heap's lock.  With 29
+ * parked, about 135 KiB: room for one 100 KiB block, which it does not
+ * keep either (a thread that frees one block and allocates it again would
+ * keep it without that rule, and take no lock). */
 static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
 static int parked, park_release;
@@ -810,35 +814,52 @@ static void *park_thread(void *arg) {
   return NULL;
 }
 
+typedef struct {
+  int per_round; /* blocks malloc'ed then freed in a round */
+  double locks;  /* local heap lock acquisitions in 8 rounds */
+} crowded_t;
+
 static void *crowded_thread(void *arg) {
-  double *locks = arg;
+  crowded_t *c = arg;
   void *p[4];
-  medium_round(p);
+  for (int r = 0; r < 2; r++) { /* the size becomes one the stash keeps, where it may */
+    for (int i = 0; i < c->per_round; i++) p[i] = mm_malloc(MEDIUM);
+    for (int i = 0; i < c->per_round; i++) mm_free(p[i]);
+  }
   double before = stash_total("lock_acquisitions");
-  for (int r = 0; r < 8; r++) medium_round(p);
-  *locks = stash_total("lock_acquisitions") - before;
+  for (int r = 0; r < 8; r++) {
+    for (int i = 0; i < c->per_round; i++) p[i] = mm_malloc(MEDIUM);
+    for (int i = 0; i < c->per_round; i++) mm_free(p[i]);
+  }
+  c->locks = stash_total("lock_acquisitions") - before;
   return NULL;
 }
 
-static void test_stash_crowded(void) {
-  enum { PARKED = 64 };
-  pthread_t t[PARKED], c;
+static double crowded(int nparked, int per_round) {
+  pthread_t t[64], c;
+  crowded_t arg = {per_round, -1};
   int started = 0;
-  for (int i = 0; i < PARKED; i++) started += pthread_create(&t[i], NULL, park_thread, NULL) == 0;
+  parked = park_release = 0;
+  for (int i = 0; i < nparked; i++) started += pthread_create(&t[i], NULL, park_thread, NULL) == 0;
   pthread_mutex_lock(&park_lock);
   while (parked < started) pthread_cond_wait(&park_cond, &park_lock);
   pthread_mutex_unlock(&park_lock);
-  double locks = -1;
-  REQUIRE("64 parked threads and one more", started == PARKED &&
-                                                pthread_create(&c, NULL, crowded_thread, &locks) == 0);
+  REQUIRE("parked threads and one more", started == nparked &&
+                                             pthread_create(&c, NULL, crowded_thread, &arg) == 0);
   pthread_join(c, NULL);
   pthread_mutex_lock(&park_lock);
   park_release = 1;
   pthread_cond_broadcast(&park_cond);
   pthread_mutex_unlock(&park_lock);
   for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+  return arg.locks;
+}
+
+static void test_stash_crowded(void) {
   CHECK("with 66 live threads a 100 KiB block is not stashed: 32 pairs take the lock each",
-        locks >= 32);
+        crowded(64, 4) >= 32);
+  CHECK("with 31 live threads the cap holds one 100 KiB block, and keeps none: 8 pairs take the lock",
+        crowded(29, 1) >= 8);
 }
 
 int main(void) {
