@@ -56,15 +56,24 @@ static void *alloc_class(thread_heap_t *th, unsigned c) {
   return page_pop(page);
 }
 
+/* A size above the small classes that a medium block holds (up to
+ * MM_MEDIUM_DATABLOCKS: the local heap's medium slots, a thread's stash),
+ * and the datablocks it takes. */
+MM_INLINE bool medium_size(size_t size) {
+  return size > MM_SMALL_MAX && size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT);
+}
+MM_INLINE size_t size_datablocks(size_t size) {
+  return (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
+}
+
 /* th's stash not empty, a block above the small classes wanted: a medium
  * block of the datablocks size needs from the stash (zeroed if asked), or
  * NULL (a medium size it has none of sent it home first: first fit must
  * see that memory).  For the callers of thread_heap_alloc_big but
  * malloc's, which thread_heap_malloc_stashed serves. */
 MM_NOINLINE void *thread_heap_stash_alloc(thread_heap_t *th, size_t size, bool zero) {
-  if (size <= MM_SMALL_MAX || size > ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT))
-    return NULL;
-  size_t n = (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
+  if (!medium_size(size)) return NULL;
+  size_t n = size_datablocks(size);
   void *p = thread_heap_stash_take(th, n);
   if (p && zero) memset(p, 0, n << MM_DATABLOCK_SHIFT);
   return p;
@@ -102,12 +111,12 @@ static void *alloc_any(thread_heap_t *th, size_t size, size_t align, bool zero) 
     }
   }
   thread_heap_unlock(th);
-  if (size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT) && align <= MM_DATABLOCK_SIZE) {
+  if (medium_size(size) && align <= MM_DATABLOCK_SIZE) {
     if (th->stash_count) {
       void *p = thread_heap_stash_alloc(th, size, zero);
       if (p) return p;
     }
-    thread_heap_stash_want(th, (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT);
+    thread_heap_stash_want(th, size_datablocks(size));
   }
   return thread_heap_alloc_big(th, size ? size : 1, align, zero, false);
 }
@@ -169,15 +178,16 @@ void *thread_heap_malloc_medium(thread_heap_t *th, size_t size) {
 
 /* A medium block this thread freed (its stash, thread_heap.c: never
  * filled for an empty heap or in the checked modes), of the datablocks
- * size needs, with the beat counted as malloc_slow counts it; else on to
- * the slow path (a medium size the stash has none of sent it home). */
+ * size needs, counted as a slow call; else on to the slow path, which
+ * counts the call itself: a medium size the stash has none of (that sent
+ * the stash home), or the one call in MM_HEARTBEAT_CALLS that beats. */
 MM_NOINLINE void *thread_heap_malloc_stashed(thread_heap_t *th, size_t size) {
-  if (size > MM_SMALL_MAX && size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT)) {
-    if ((++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) != 0) {
-      void *p = thread_heap_stash_take(th, (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT);
-      if (p) return p;
+  if (medium_size(size) && ((th->slow_calls + 1) & (MM_HEARTBEAT_CALLS - 1)) != 0) {
+    void *p = thread_heap_stash_take(th, size_datablocks(size));
+    if (p) {
+      th->slow_calls++;
+      return p;
     }
-    --th->slow_calls; /* malloc_slow counts this call (and beats on the one in 64) */
   }
   return thread_heap_malloc_slow(th, size);
 }
@@ -211,9 +221,8 @@ static MM_SLOW_PATH void *malloc_slow(thread_heap_t *th, size_t size) {
   }
   void *p;
   if (unlikely(mm_slow_only)) p = alloc_checked(th, size, 0, false);
-  else if (size > MM_SMALL_MAX && size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT) &&
-           (++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) != 0) {
-    thread_heap_stash_want(th, (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT);
+  else if (medium_size(size) && (++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) != 0) {
+    thread_heap_stash_want(th, size_datablocks(size));
     p = thread_heap_alloc_big(th, size, 0, false, false); /* no lock of th: see below */
   } else {
     p = alloc_any(th, size, 0, false);

@@ -191,7 +191,8 @@
 #define MM_THREAD_STASH_BYTES ((size_t)512 << 10)
 /* ... and all threads' stashes at most about this much: a thread's bound
  * is it divided by the live threads, up to MM_THREAD_STASH_BYTES (512 KiB
- * each up to 8 threads, 128 KiB at 32, no 64 KiB block from 65 on).  Many
+ * each up to 8 threads, 128 KiB at 32; a size is kept only where the
+ * bound holds two of it, so no 64 KiB block from 33 threads on).  Many
  * threads that each keep a few buffers hold memory the others could use
  * (pipeline at 32 threads runs 98, 32 of them calling zlib). */
 #define MM_THREAD_STASH_TOTAL ((size_t)4 << 20)

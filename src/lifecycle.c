@@ -258,8 +258,7 @@ static void abandon_other(thread_heap_t *th, void *self) {
   /* their counts may be one off: the checker then leaves the count alone */
   for (unsigned c = 0; c < MM_CLASSES; c++) mark_forked(&th->queue[c]);
   mark_forked(&th->full);
-  th->stash_count = 0; /* dropped: a free fork interrupted may have half changed it */
-  atomic_store_relaxed(&th->xstash_bytes, 0);
+  thread_heap_stash_drop(th); /* a free fork interrupted may have half changed it */
   thread_heap_stash_retire(th);
   thread_heap_abandon(th);
   thread_heap_unlock(th);

@@ -505,7 +505,8 @@ void thread_heap_free_own_big(extent_t *page, block_t *b) {
  * MM_THREAD_STASH blocks and stash_cap bytes (MM_THREAD_STASH_BYTES, less
  * when many live threads share MM_THREAD_STASH_TOTAL; brought up to date
  * at the thread's start, at each heartbeat and at each medium malloc that
- * reaches the local heap): the oldest goes to the local heap to make room.
+ * reaches the local heap), and a size only where stash_cap holds two of it
+ * (thread_heap_stash_put): the oldest goes to the local heap to make room.
  * All of it goes there at a heartbeat when the thread took nothing from it
  * since the heartbeat before (so a thread that stopped using it keeps
  * nothing long), at a medium malloc of a size it holds none of (first fit
@@ -573,6 +574,13 @@ void thread_heap_stash_flush(thread_heap_t *th) {
   th->stash_count = 0;
   atomic_store_relaxed(&th->xstash_bytes, 0);
   for (uint32_t i = 0; i < n; i++) stash_release(th->stash[i]);
+}
+
+/* In a forked child, the stash of a thread that is not there: forgotten,
+ * its blocks lost to the child (see the top of this section). */
+void thread_heap_stash_drop(thread_heap_t *th) {
+  th->stash_count = 0;
+  atomic_store_relaxed(&th->xstash_bytes, 0);
 }
 
 /* A malloc (not a realloc) of a medium block of `datablocks` went to the

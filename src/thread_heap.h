@@ -278,6 +278,7 @@ void *thread_heap_stash_alloc(thread_heap_t *th, size_t size, bool zero);
 bool thread_heap_stash_put_slow(thread_heap_t *th, extent_t *e);
 void *thread_heap_stash_miss(thread_heap_t *th);
 void thread_heap_stash_flush(thread_heap_t *th);
+void thread_heap_stash_drop(thread_heap_t *th);
 void thread_heap_stash_beat(thread_heap_t *th);
 void thread_heap_stash_want(thread_heap_t *th, size_t datablocks);
 typedef struct thread_heap_stash_sum_s {
