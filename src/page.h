@@ -328,16 +328,18 @@ MM_INLINE void page_check_free_head(const extent_t *page, const block_t *b, cons
 MM_INLINE bool block_body_inline(uint32_t size) {
   return size - sizeof(block_t) <= 16 * 16;
 }
-/* The checked modes' pop (page.c): also page_pop_secure's, out of line,
- * for a body that is not block_body_inline. */
+/* The checked modes' pop (page.c); page_pop_checked_any is its every-case
+ * part, also page_pop_secure's, out of line, for a body that is not
+ * block_body_inline. */
 void *page_pop_checked(extent_t *page);
+void *page_pop_checked_any(extent_t *page);
 /* page_written_after_free (it never returns), typed so that the pop can
  * end in it by a jump, which needs no stack frame on its way in. */
 MM_COLD void *page_pop_damaged(const block_t *b, size_t at);
 /* The fast path's pop where secure mode is built in (mm_fast_checked). */
 MM_INLINE void *page_pop_secure(extent_t *page) {
   uint32_t size = page->block_size;
-  if (unlikely(!block_body_inline(size))) return page_pop_checked(page);
+  if (unlikely(!block_body_inline(size))) return page_pop_checked_any(page);
   block_t *b = page->free, *next = block_next(b);
   size_t at = page_free_head_damage(page, b, next, size);
   if (unlikely(at != SIZE_MAX)) return page_pop_damaged(b, at); /* a jump: no frame here */

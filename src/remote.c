@@ -316,7 +316,7 @@ MM_INLINE void send_remote(thread_heap_t *th, thread_heap_t *owner, block_t *b) 
  * filled and marked (block_on_free) before anyone else can see it, and the
  * link encoded (page_push_local, batch_add).  A full, taken or abandoned
  * page, a thread without a heap and a bad pointer go on to the slow path. */
-static MM_NOINLINE void free_other_checked(void *p, extent_t *page, const char *call) {
+static MM_NOINLINE void free_other_checked_any(void *p, extent_t *page, const char *call) {
   thread_heap_t *th = mm_thread_heap;
   thread_heap_t *owner = page_owner(page);
   uint64_t off = (uintptr_t)p - page->page_start;
@@ -335,6 +335,29 @@ static MM_NOINLINE void free_other_checked(void *p, extent_t *page, const char *
     return;
   }
   thread_heap_free_slow(p, call);
+}
+
+/* Secure mode chosen at start-up (MMALLOC_SECURE, the fast paths off): a
+ * block of this thread's own page that is not full is checked, filled and
+ * pushed as the free fast path of a build with secure mode built in does
+ * it, with no call that returns (so no registers to save); everything else
+ * (zero on free alone, valgrind, other owners, full pages, long bodies
+ * and bad pointers) goes on to free_other_checked_any. */
+static MM_NOINLINE void free_other_checked(void *p, extent_t *page, const char *call) {
+  thread_heap_t *th = mm_thread_heap;
+  block_t *b = p;
+  uint64_t off = (uintptr_t)p - page->page_start;
+  uint32_t size = page->block_size;
+  if (!MM_VALGRIND && options.secure && block_body_inline(size) && page_owner(page) == th &&
+      page_owner_is(page, th->tid, false) && page_offset_is_block_own(page, off) &&
+      !block_is_free(b)) {
+    block_on_free_sized(b, size);
+    page_push_local(page, b);
+    if (likely(--page->used != 0)) return;
+    thread_heap_page_empty_slow(th, page);
+    return;
+  }
+  free_other_checked_any(p, page, call);
 }
 
 /* The free fast path missed on the page's tag: p is in `page` (the caller

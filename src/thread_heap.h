@@ -13,7 +13,7 @@
  *   └ thread_heap_malloc_fast                   MM_FAST_PATH, this file
  *       n <= 1 KiB and direct[(n+15)/16]->free != NULL: page_take_block
  *       (secure mode built in: page_pop_secure; a body over 16 steps of
- *       16 bytes checked out of line, page_pop_checked)
+ *       16 bytes checked out of line, page_pop_checked_any)
  *     ├ thread_heap_malloc_medium          n > 1 KiB, alloc.c, noinline
  *     │   the first page of its class has a free block: page_take_block;
  *     │   or local frees: refill_quick (below)
@@ -29,7 +29,9 @@
  *           below instead, so that the heart beats
  *         checked modes (secure, zero on free): malloc_checked, the
  *           class's first page (refill_quick if it ran out) popped
- *           without the lock by page_pop_checked; else alloc_checked
+ *           without the lock by page_pop_checked (secure mode and a body
+ *           of up to 16 steps: page_pop_secure, as built in); else
+ *           alloc_checked
  *         first call of a thread: thread_heap_init_current (lifecycle.c)
  *         32 KiB < n <= 128 KiB: thread_heap_alloc_big with no lock of
  *           th (but every MM_HEARTBEAT_CALLS-th slow call, as below)
@@ -67,8 +69,10 @@
  *     │   full), others to local_heap_free_large
  *     │   this thread's full page, p checked the same way:
  *     │   thread_heap_free_block (below, without the lookup)
- *     │   checked modes: free_other_checked, the same two frees without
- *     │   the lock, the block filled (block_on_free), links encoded
+ *     │   checked modes: free_other_checked (secure mode, this thread's
+ *     │   page, a body of up to 16 steps: filled and pushed as built in)
+ *     │   or free_other_checked_any, the same two frees without the
+ *     │   lock, the block filled (block_on_free), links encoded
  *     └ thread_heap_free_slow      MM_SLOW_PATH, free.c; also from above
  *         thread_heap_lookup: not ours / interior / double free -> abort
  *         LARGE: local_heap_free_large; huge: local_heap_free_huge
