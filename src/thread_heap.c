@@ -530,14 +530,9 @@ void thread_heap_free_own_big(extent_t *page, block_t *b) {
  * heap's large_allocs and large_frees by the statistics, and for good at
  * the thread's exit. */
 
-static void stash_unmark(extent_t *e) {
-  block_t *b = (block_t *)e->node.start;
-  b->canary = 0;
-}
-
 /* Out of the stash and back to the local heap (no lock held). */
 static void stash_release(extent_t *e) {
-  stash_unmark(e);
+  thread_heap_stash_mark(e, false);
   local_heap_free_large(e, false);
 }
 

@@ -277,6 +277,10 @@ MM_INLINE bool thread_heap_stashed(const extent_t *e) {
   const block_t *b = (const block_t *)e->node.start;
   return b->canary == block_canary_of(b);
 }
+MM_INLINE void thread_heap_stash_mark(extent_t *e, bool in) {
+  block_t *b = (block_t *)e->node.start;
+  b->canary = in ? block_canary_of(b) : 0;
+}
 void *thread_heap_malloc_stashed(thread_heap_t *th, size_t size);
 void *thread_heap_stash_alloc(thread_heap_t *th, size_t size, bool zero);
 bool thread_heap_stash_put_slow(thread_heap_t *th, extent_t *e);
@@ -293,8 +297,7 @@ void thread_heap_stash_retire(thread_heap_t *th);
 
 /* e goes in, marked, the stash's bytes now `total`. */
 MM_INLINE void thread_heap_stash_insert(thread_heap_t *th, extent_t *e, uint32_t total) {
-  block_t *b = (block_t *)e->node.start;
-  b->canary = block_canary_of(b);
+  thread_heap_stash_mark(e, true);
   th->stash[th->stash_count++] = e;
   atomic_store_relaxed(&th->xstash_bytes, total);
   atomic_store_relaxed(&th->xstash_frees, atomic_load_relaxed(&th->xstash_frees) + 1);
@@ -336,9 +339,8 @@ MM_INLINE void *thread_heap_stash_take(thread_heap_t *th, size_t datablocks) {
                                                 (uint32_t)(datablocks << MM_DATABLOCK_SHIFT));
     th->stash_takes++;
     atomic_store_relaxed(&th->xstash_allocs, atomic_load_relaxed(&th->xstash_allocs) + 1);
-    block_t *b = (block_t *)e->node.start;
-    b->canary = 0; /* unmarked */
-    return b;
+    thread_heap_stash_mark(e, false);
+    return (void *)e->node.start;
   }
   return thread_heap_stash_miss(th);
 }
