@@ -404,6 +404,11 @@ uint32_t cgroup_cpu_limit(void) { return cg.cpus; }
 
 bool cgroup_has_memory_limit(void) { return memory_found(); }
 
+uint64_t cgroup_memory_limit(void) {
+  memory_discover();
+  return memory_found() ? atomic_load_relaxed(&cg.xlimit) : 0;
+}
+
 bool cgroup_memory_near_limit(uint32_t now) {
   uint32_t mem = atomic_load_relaxed(&cg.xmem);
   if (mem == MEM_NONE || mem == MEM_LOOKING) return false;

@@ -45,6 +45,9 @@ uint32_t cgroup_cpu_limit(void);
 bool cgroup_memory_near_limit(uint32_t now);
 /* A memory limit was found (at the first look; false before it). */
 bool cgroup_has_memory_limit(void);
+/* The lowest memory limit in bytes at the last read (0: none, or not
+ * readable); takes the first look if none was taken yet. */
+uint64_t cgroup_memory_limit(void);
 
 typedef struct cgroup_stats_s {
   bool found;           /* a cgroup with a CPU quota or a memory limit */

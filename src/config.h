@@ -219,6 +219,13 @@
  * a program that frees a 60 MiB buffer and allocates another reuses its
  * resident pages instead of faulting in fresh ones. */
 #define MM_HUGE_CACHE_MAX 4
+/* ... and all heaps' huge caches together hold at most this share of the
+ * memory the process may use (the machine's, or its cgroup's limit when
+ * lower): a freed array of gigabytes goes back at once, as glibc's does,
+ * instead of waiting out the purge delay while another allocation, or a
+ * program checking the memory available (numpy's tests do), finds it
+ * taken. */
+#define MM_HUGE_CACHE_SHARE 16
 /* Default purge delay: free memory idle this long is returned to the OS. */
 #define MM_PURGE_DELAY_MS_DEFAULT 100
 /* Free memory held (all heaps) that starts the purge thread (purger.c):

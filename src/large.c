@@ -11,13 +11,19 @@
  * back.  A freed huge mapping
  * waits in its heap's huge cache for the purge delay, so that a program
  * that frees a 60 MiB buffer and allocates another reuses its resident
- * memory instead of faulting in fresh pages: a new block takes the
+ * memory instead of faulting in fresh pages (while all heaps' caches hold
+ * at most a sixteenth of the memory: a freed array of gigabytes goes back
+ * in the free): a new block takes the
  * mapping's head (a block that is not growing gives the rest back), and a
  * growing huge block that outgrows its own mapping moves onto it by mremap
  * (its pages replace the cached head, the cached tail is its new end).
  *
  * Invariants: a LARGE extent is on no list; huge_cache holds at most
  * MM_HUGE_CACHE_MAX CACHED huge mappings of this heap, newest first;
+ * huge_cached_all is the sum of every heap's huge_cached_datablocks, in
+ * bytes; a huge free that finds it above huge_cache_limit() unmaps its
+ * heap's oldest entries, the freed block last, until it is not or that
+ * cache is empty (other heaps' entries wait for their purge);
  * medium_cache at most MM_MEDIUM_CACHE_MAX CACHED extents of this heap's
  * medium slots, newest first.
  */
@@ -206,15 +212,45 @@ bool local_heap_resize_large(extent_t *e, size_t size) {
  * Their own mappings (region.c), counted here, reused from the cache of
  * recently freed ones before a new one is mapped. */
 
+/* The bytes all heaps' huge caches hold, and the frees that found them at
+ * their limit (statistics). */
+static _Atomic(size_t) huge_cached_all;
+static _Atomic(uint64_t) huge_over_limit;
+
+/* The most bytes all huge caches may hold: MM_HUGE_CACHE_SHARE-th of the
+ * machine's memory, or of the cgroup's memory limit when that is lower
+ * (read at the first call, which is a huge free: no lock held). */
+static size_t huge_cache_limit(void) {
+  static _Atomic(uint64_t) phys; /* 0: not read yet */
+  uint64_t mem = atomic_load_relaxed(&phys);
+  if (!mem) {
+    mem = os_physical_memory();
+    if (!mem) mem = UINT64_MAX;
+    atomic_store_relaxed(&phys, mem);
+  }
+  uint64_t cg = cgroup_memory_limit();
+  if (cg && cg < mem) mem = cg;
+  mem /= MM_HUGE_CACHE_SHARE;
+  return mem < SIZE_MAX ? (size_t)mem : SIZE_MAX;
+}
+
+void local_heap_huge_cache_stats(uint64_t *limit, uint64_t *cached, uint64_t *over_limit) {
+  *limit = huge_cache_limit();
+  *cached = atomic_load_relaxed(&huge_cached_all);
+  *over_limit = atomic_load_relaxed(&huge_over_limit);
+}
+
 /* c went into (in) or out of the huge cache: its counts follow.  Lock held. */
 static void huge_cache_count(local_heap_t *h, const extent_t *c, bool in) {
   size_t n = region_huge_committed(c) >> MM_DATABLOCK_SHIFT;
   if (in) {
     h->huge_cached_datablocks += n;
     h->huge_cache_count++;
+    atomic_fetch_add_relaxed(&huge_cached_all, n << MM_DATABLOCK_SHIFT);
   } else {
     h->huge_cached_datablocks -= n;
     h->huge_cache_count--;
+    atomic_fetch_sub_relaxed(&huge_cached_all, n << MM_DATABLOCK_SHIFT);
   }
   atomic_store_relaxed(&h->xhuge_cached, h->huge_cache_count);
   held_changed(h);
@@ -329,14 +365,16 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zer
 }
 
 /* A freed huge block goes to its heap's cache (the oldest entry is unmapped
- * when the cache is full); the purge unmaps entries idle for the delay.
- * A second free finds it CACHED and is reported. */
+ * when the cache is full, and while all heaps' caches hold more than their
+ * limit: the block itself last); the purge unmaps entries idle for the
+ * delay.  A second free finds it CACHED and is reported. */
 void local_heap_free_huge(extent_t *e) {
   mm_assert(slot_of_extent(e)->huge);
   local_heap_t *h = local_heap_of_extent(e);
   uintptr_t start = e->node.start;
   size_t bytes = e->node.ndatablocks << MM_DATABLOCK_SHIFT;
   uint32_t now = os_now_ms();
+  size_t limit = huge_cache_limit();
   local_heap_lock(h);
   if (e->kind != MM_EXTENT_LARGE) {
     local_heap_unlock(h);
@@ -347,7 +385,12 @@ void local_heap_free_huge(extent_t *e) {
   e->kind = MM_EXTENT_CACHED;
   e->freed_at = now;
   huge_cache_put(h, e);
-  decay_schedule(h, now);
+  if (atomic_load_relaxed(&huge_cached_all) > limit) {
+    atomic_fetch_add_relaxed(&huge_over_limit, 1);
+    while (h->huge_cache.first && atomic_load_relaxed(&huge_cached_all) > limit)
+      huge_cache_drop(h, h->huge_cache.last);
+  }
+  if (h->huge_cache.first) decay_schedule(h, now);
   local_heap_unlock(h);
 }
 

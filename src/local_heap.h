@@ -210,6 +210,10 @@ void local_heap_purger_stats(uint32_t *state, uint64_t *purges, uint64_t *wakeup
 
 void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero);
 void local_heap_free_large(extent_t *e, bool purge);
+/* The huge caches of all heaps: the most bytes they may hold together
+ * (MM_HUGE_CACHE_SHARE, config.h), the bytes they hold, and the frees that
+ * found them over it and unmapped at once. */
+void local_heap_huge_cache_stats(uint64_t *limit, uint64_t *cached, uint64_t *over_limit);
 bool local_heap_resize_large(extent_t *e, size_t size);
 void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero, bool growing);
 void local_heap_free_huge(extent_t *e);

@@ -295,6 +295,13 @@ int os_cpu_count(void) {
   return n > 0 ? (int)n : 1;
 }
 
+uint64_t os_physical_memory(void) {
+  int saved = errno; /* free() may call it, and leaves errno alone */
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE); /* sysinfo(2): no allocation */
+  errno = saved;
+  return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+}
+
 uint64_t os_random(void) {
   uint64_t r = 0;
   if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {

@@ -53,6 +53,8 @@ int os_current_cpu(void);
 /* Give the CPU to another runnable thread, if there is one. */
 void os_yield(void);
 int os_cpu_count(void);
+/* The machine's physical memory in bytes (0 if the OS does not say). */
+uint64_t os_physical_memory(void);
 uint64_t os_random(void);
 
 /* A background thread of the allocator's own: detached, every signal

@@ -261,6 +261,10 @@ size_t stats_json(char *buf, size_t size) {
   local_heap_purger_stats(&state, &purges, &wakeups);
   out(&o, ",\"purge_thread\":{\"state\":\"%s\",\"purges\":%lu,\"wakeups\":%lu}",
       purger_state_name(state), purges, wakeups);
+  uint64_t huge_limit, huge_cached, huge_over;
+  local_heap_huge_cache_stats(&huge_limit, &huge_cached, &huge_over);
+  out(&o, ",\"huge_cache\":{\"limit_bytes\":%lu,\"cached_bytes\":%lu,\"over_limit\":%lu}",
+      huge_limit, huge_cached, huge_over);
   cgroup_stats_t cg;
   cgroup_stats(&cg);
   out(&o, ",\"cgroup\":{\"found\":%s,\"cpus\":%u,\"limit_bytes\":%lu,\"usage_bytes\":%lu,"
@@ -334,6 +338,10 @@ void stats_print(int fd) {
   local_heap_purger_stats(&state, &purges, &wakeups);
   line(fd, "purge thread: %s, %lu heap purges in %lu wake-ups\n", purger_state_name(state),
        purges, wakeups);
+  uint64_t huge_limit, huge_cached, huge_over;
+  local_heap_huge_cache_stats(&huge_limit, &huge_cached, &huge_over);
+  line(fd, "huge cache: %lu KiB of freed huge blocks kept for reuse (at most %lu KiB); %lu frees "
+       "found it over that and unmapped at once\n", huge_cached >> 10, huge_limit >> 10, huge_over);
   cgroup_stats_t cg;
   cgroup_stats(&cg);
   if (cg.found)

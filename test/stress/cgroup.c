@@ -26,6 +26,11 @@
  *                64 MiB within 2 s of calls, and the statistics say why
  *   idle         the same, but with the purge thread and no allocator call
  *                at all after the free
+ *   hugecap      memory.high 1 GiB: the huge caches may hold 64 MiB (a
+ *                sixteenth); purge delay 60 s, no purge thread.  A freed
+ *                48 MiB block stays resident for reuse; a freed 96 MiB
+ *                block then takes both back to the OS in the free itself;
+ *                of two 40 MiB blocks freed in turn the second stays
  * Not a benchmark. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -134,6 +139,46 @@ static int child(const char *mode) {
     mm_free(p);
   } else if (strcmp(mode, "off") == 0) {
     CHECK("MMALLOC_CGROUP=0: nothing read", !stats_bool("cgroup.found") && stats_number("options.heaps") == cpus());
+    long long phys = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+    CHECK("MMALLOC_CGROUP=0: the huge caches may hold a sixteenth of the machine's memory",
+          stats_number("huge_cache.limit_bytes") == phys / 16);
+  } else if (strcmp(mode, "hugecap") == 0) {
+    CHECK("hugecap: a sixteenth of the 1 GiB limit", stats_number("huge_cache.limit_bytes") == 64LL << 20);
+    CHECK("hugecap: a long purge delay", mm_option_set("purge_delay_ms", 60000) == 0);
+    CHECK("hugecap: no purge thread", mm_option_set("purge_thread_mib", 0) == 0);
+    const size_t mib = (size_t)1 << 20;
+    size_t sizes[4] = {48 * mib, 96 * mib, 40 * mib, 40 * mib};
+    char *b[4];
+    for (int i = 0; i < 4; i++) {
+      b[i] = mm_malloc(sizes[i]);
+      REQUIRE("hugecap: a huge block", b[i] != NULL);
+      memset(b[i], 5, sizes[i]);
+    }
+    size_t r0 = rss_bytes();
+    mm_free(b[0]);
+    size_t r1 = rss_bytes();
+    long long cached = stats_number("huge_cache.cached_bytes");
+    fprintf(stderr, "cgroup hugecap: 48 MiB freed: RSS %+.1f MiB, %lld MiB cached\n",
+            ((double)r1 - (double)r0) / mib, cached >> 20);
+    CHECK("hugecap: a 48 MiB block stays for reuse", r1 + 8 * mib >= r0 && cached >= (long long)(48 * mib));
+    CHECK("hugecap: under the limit", stats_number("huge_cache.over_limit") == 0);
+    mm_free(b[1]);
+    size_t r2 = rss_bytes();
+    cached = stats_number("huge_cache.cached_bytes");
+    fprintf(stderr, "cgroup hugecap: 96 MiB freed: RSS %+.1f MiB, %lld MiB cached\n",
+            ((double)r2 - (double)r1) / mib, cached >> 20);
+    CHECK("hugecap: a 96 MiB block and the cached 48 go back in the free", r2 + 136 * mib <= r1 && cached == 0);
+    CHECK("hugecap: the free counted over the limit", stats_number("huge_cache.over_limit") == 1);
+    mm_free(b[2]);
+    mm_free(b[3]);
+    size_t r3 = rss_bytes();
+    cached = stats_number("huge_cache.cached_bytes");
+    fprintf(stderr, "cgroup hugecap: two 40 MiB freed: RSS %+.1f MiB, %lld MiB cached\n",
+            ((double)r3 - (double)r2) / mib, cached >> 20);
+    CHECK("hugecap: of two 40 MiB blocks the newer stays",
+          cached >= (long long)(40 * mib) && cached <= (long long)(64 * mib) && r3 + 32 * mib <= r2 &&
+              r3 + 48 * mib >= r2);
+    CHECK("hugecap: the second free counted over the limit", stats_number("huge_cache.over_limit") == 2);
   } else if (strcmp(mode, "calls") == 0 || strcmp(mode, "idle") == 0) {
     bool idle = strcmp(mode, "idle") == 0;
     CHECK("a long purge delay", mm_option_set("purge_delay_ms", 60000) == 0);
@@ -198,6 +243,7 @@ static int fake(const char *self) {
   CHECK("pressure seen on allocator calls", run_child(self, "calls", dir));
   write_file("memory.current", "1000000\n");
   CHECK("pressure seen by the purge thread", run_child(self, "idle", dir));
+  CHECK("the huge caches held to a share of the limit", run_child(self, "hugecap", dir));
   write_file("cpu.max", "lots\n");
   write_file("memory.max", "\n");
   write_file("memory.high", "-12abc\n");
