@@ -179,6 +179,8 @@ static int child(const char *mode) {
           cached >= (long long)(40 * mib) && cached <= (long long)(64 * mib) && r3 + 32 * mib <= r2 &&
               r3 + 48 * mib >= r2);
     CHECK("hugecap: the second free counted over the limit", stats_number("huge_cache.over_limit") == 2);
+    CHECK("hugecap: the caches' sum is the heaps' huge_cached_bytes",
+          stats_number("huge_cache.cached_bytes") == stats_number("total.huge_cached_bytes"));
   } else if (strcmp(mode, "calls") == 0 || strcmp(mode, "idle") == 0) {
     bool idle = strcmp(mode, "idle") == 0;
     CHECK("a long purge delay", mm_option_set("purge_delay_ms", 60000) == 0);
