@@ -442,7 +442,7 @@ void cgroup_stats(cgroup_stats_t *s) {
   bool mem = memory_found();
   s->found = cg.cpus || mem;
   s->cpus = cg.cpus;
-  s->limit_bytes = atomic_load_relaxed(&cg.xlimit);
+  s->limit_bytes = cgroup_memory_limit();
   s->usage_bytes = atomic_load_relaxed(&cg.xusage);
   s->near_limit = atomic_load_relaxed(&cg.xnear);
   s->memory_dir = mem ? cg.memory_dir : "";

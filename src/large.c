@@ -219,7 +219,8 @@ static _Atomic(uint64_t) huge_over_limit;
 
 /* The most bytes all huge caches may hold: MM_HUGE_CACHE_SHARE-th of the
  * machine's memory, or of the cgroup's memory limit when that is lower
- * (read at the first call, which is a huge free: no lock held). */
+ * (the machine's read once, at the first call: a huge free or the
+ * statistics, with no lock held). */
 static size_t huge_cache_limit(void) {
   static _Atomic(uint64_t) phys; /* 0: not read yet */
   uint64_t mem = atomic_load_relaxed(&phys);
