@@ -32,6 +32,10 @@
 
 #include "os.h"
 
+#if MM_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
+
 #ifndef MAP_NORESERVE
 #define MAP_NORESERVE 0
 #endif
@@ -213,6 +217,62 @@ void os_hugepages(void *p, size_t size, bool on, bool whole) {
 #else
   (void)p; (void)size; (void)on; (void)whole;
 #endif
+}
+
+/* ---- whether fresh huge pages pay here ---------------------------------------
+ * A transparent huge page's first write makes the kernel clear 2 MiB: on
+ * bare metal, and in guests whose host backs their memory, 0.1-0.4 ms,
+ * less than the 512 faults of small pages it replaces.  In a guest whose
+ * memory the host has not touched yet, the host faults in the 2 MiB below
+ * it first: 5-10 ms on the project's VM, ten times the small pages' cost,
+ * and the same machine can be either from one minute to the next.  So the
+ * first write of a fresh huge page is timed (os_hugepage_probe: two clock
+ * reads beside a fault the program would take anyway) and a slow one turns
+ * the advice off for a while.  xhuge_slow_until: os_now_ms() before which
+ * no fresh huge pages are asked for, or 0 (never odd when set, so that 0
+ * stays "none"). */
+static _Atomic(uint32_t) xhuge_slow_until;
+static _Atomic(uint64_t) xhuge_probes, xhuge_slow;
+
+static bool hugepages_slow_now(void) {
+  uint32_t until = atomic_load_relaxed(&xhuge_slow_until);
+  return until != 0 && !time_reached(os_now_ms(), until);
+}
+
+bool os_hugepages_fresh(void *p, size_t size, bool whole) {
+  if (hugepages_slow_now()) return false;
+  os_hugepages(p, size, true, whole);
+  return true;
+}
+
+void os_hugepage_probe(void *p, size_t size) {
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  uintptr_t first = ((uintptr_t)p + huge - 1) & ~(huge - 1), end = (uintptr_t)p + size;
+  if (first + huge > end) return;
+#if MM_VALGRIND
+  if (RUNNING_ON_VALGRIND) return; /* the block is not the program's yet: memcheck would object */
+#endif
+  /* Only a write that faults in a whole huge page says anything: none of
+   * its small pages may be resident (a purged block's may be, in part). */
+  unsigned char resident[512];
+  if (mincore((void *)first, huge, resident) != 0) return;
+  for (int i = 0; i < 512; i++)
+    if (resident[i] & 1) return;
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  *(volatile char *)first = 0; /* not handed out yet; not a calloc's */
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  int64_t us = (int64_t)(b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000;
+  atomic_fetch_add_relaxed(&xhuge_probes, 1);
+  if (us < MM_HUGE_PAGE_SLOW_US && !os_fault(MM_FAULT_HUGE_SLOW)) return;
+  atomic_fetch_add_relaxed(&xhuge_slow, 1);
+  atomic_store_relaxed(&xhuge_slow_until, (os_now_ms() + MM_HUGE_PAGE_RECHECK_MS) | 1);
+  if (end - first > huge) os_hugepages((void *)(first + huge), end - first - huge, false, false);
+}
+
+void os_hugepage_probe_stats(uint64_t *probes, uint64_t *slow) {
+  *probes = atomic_load_relaxed(&xhuge_probes);
+  *slow = atomic_load_relaxed(&xhuge_slow);
 }
 
 /* Guard pages (secure mode): Linux 6.13's lightweight guard regions, which

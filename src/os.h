@@ -22,7 +22,8 @@ enum {
   MM_FAULT_COMMIT = 1,
   MM_FAULT_PURGE = 2,
   MM_FAULT_THREAD = 3,
-  MM_FAULT_KINDS = 4
+  MM_FAULT_HUGE_SLOW = 4, /* not a failure: the huge-page probe reads "slow" */
+  MM_FAULT_KINDS = 5
 };
 
 void os_init(void);
@@ -42,6 +43,18 @@ bool os_purge(void *p, size_t size);
  * per 16 MiB. */
 size_t os_resident_bytes(const void *p, size_t size);
 void os_hugepages(void *p, size_t size, bool on, bool whole);
+/* os_hugepages(p, size, true, whole) unless a probe in the last
+ * MM_HUGE_PAGE_RECHECK_MS found fresh huge pages slow here; whether it
+ * asked. */
+bool os_hugepages_fresh(void *p, size_t size, bool whole);
+/* [p, p + size), just advised by os_hugepages_fresh, is a block about to be
+ * handed out whose content does not matter: if no page of its first whole
+ * huge page is resident, write a zero there and time that write.  If it is
+ * slow, the rest of the range is advised back to small pages and no fresh
+ * huge pages are asked for until the recheck. */
+void os_hugepage_probe(void *p, size_t size);
+/* Probes made, and those that found huge pages slow, since start-up. */
+void os_hugepage_probe_stats(uint64_t *probes, uint64_t *slow);
 bool os_guard(void *p, size_t size, bool on);
 /* Whether os_guard uses the light guards (which do not split mappings). */
 bool os_guard_is_light(void);

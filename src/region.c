@@ -323,7 +323,6 @@ extent_t *region_huge_new(uint32_t heap, size_t size, size_t align) {
    * the slot's first descriptor). */
   if (off < MM_SLOT_SIZE)
     slot_extent_map(slot)[off >> MM_DATABLOCK_SHIFT] = (uint32_t)((uintptr_t)e - (uintptr_t)slot);
-  if (option_live(&options.hugepages) != 0) os_hugepages((char *)base + off, size, true, true);
   huge_table_set((uintptr_t)base, msize, off);
   return e;
 }
@@ -374,7 +373,7 @@ extent_t *region_huge_move_onto(extent_t *e, extent_t *c, size_t size) {
    * entries go first, then the range, so that no other mapping can be there
    * when its entries are cleared */
   region_slot_release(slot);
-  if (option_live(&options.hugepages) != 0) os_hugepages((void *)c->node.start, size, true, true);
+  if (option_live(&options.hugepages) != 0) os_hugepages_fresh((void *)c->node.start, size, true);
   return c;
 }
 
@@ -384,6 +383,16 @@ extent_t *region_huge_move_onto(extent_t *e, extent_t *c, size_t size) {
  * (a reused mapping that will likely grow again) instead of purging and
  * unmapping them.  Returns the extent (its start may have moved) or NULL
  * with nothing changed. */
+/* A huge block at p grew from old_size to size bytes, its new part fresh
+ * (the old part keeps its advice, moved or not): huge pages for the new
+ * part, and a probe of whether they pay here (os.c; what lies past
+ * old_size is nobody's data yet). */
+static void huge_grown(void *p, size_t old_size, size_t size) {
+  if (option_live(&options.hugepages) == 0) return;
+  void *tail = (char *)p + old_size;
+  if (os_hugepages_fresh(tail, size - old_size, true)) os_hugepage_probe(tail, size - old_size);
+}
+
 extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
   slot_t *slot = slot_of_extent(e);
   size = (size + MM_DATABLOCK_SIZE - 1) & ~(MM_DATABLOCK_SIZE - 1);
@@ -431,8 +440,7 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
     huge_table_set(base, new_msize, off);
     slot->size = new_msize;
     slot->committed = off + size;
-    if (option_live(&options.hugepages) != 0)
-      os_hugepages((void *)(e->node.start + old_size), size - old_size, true, true);
+    huge_grown((void *)e->node.start, old_size, size);
     e->node.ndatablocks = size >> MM_DATABLOCK_SHIFT;
     return e;
   }
@@ -477,7 +485,7 @@ extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
   extent_t *ne = slot_extents(ns) + (e - slot_extents(slot));
   ne->node.start = (uintptr_t)to + off;
   ne->node.ndatablocks = size >> MM_DATABLOCK_SHIFT;
-  if (option_live(&options.hugepages) != 0) os_hugepages((void *)ne->node.start, size, true, true);
+  huge_grown((void *)ne->node.start, old_size, size);
   huge_table_set((uintptr_t)to, new_msize, off);
   return ne;
 }

@@ -265,6 +265,9 @@ size_t stats_json(char *buf, size_t size) {
   local_heap_huge_cache_stats(&huge_limit, &huge_cached, &huge_over);
   out(&o, ",\"huge_cache\":{\"limit_bytes\":%lu,\"cached_bytes\":%lu,\"over_limit\":%lu}",
       huge_limit, huge_cached, huge_over);
+  uint64_t probes, slow;
+  os_hugepage_probe_stats(&probes, &slow);
+  out(&o, ",\"huge_pages\":{\"probes\":%lu,\"slow\":%lu}", probes, slow);
   cgroup_stats_t cg;
   cgroup_stats(&cg);
   out(&o, ",\"cgroup\":{\"found\":%s,\"cpus\":%u,\"limit_bytes\":%lu,\"usage_bytes\":%lu,"
@@ -342,6 +345,11 @@ void stats_print(int fd) {
   local_heap_huge_cache_stats(&huge_limit, &huge_cached, &huge_over);
   line(fd, "huge cache: %lu KiB of freed huge blocks kept for reuse (at most %lu KiB); %lu frees "
        "found it over that and unmapped at once\n", huge_cached >> 10, huge_limit >> 10, huge_over);
+  uint64_t probes, slow;
+  os_hugepage_probe_stats(&probes, &slow);
+  if (probes)
+    line(fd, "huge pages: %lu first writes timed, %lu found them slow (small pages for a while "
+         "after each)\n", probes, slow);
   cgroup_stats_t cg;
   cgroup_stats(&cg);
   if (cg.found)
