@@ -124,7 +124,8 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
     if (bytes < ((size_t)1 << 20) || !os_purge(p, bytes)) memset(p, 0, bytes);
   }
   e->flags &= MM_EXTENT_GUARD;
-  if (option_live(&options.hugepages) == 2 && bytes >= ((size_t)8 << 20)) hugepages_for(p, bytes, zero, false);
+  if (option_live(&options.hugepages) == 2 && bytes >= ((size_t)8 << 20))
+    hugepages_for(p, bytes, zero, false);
   return p;
 }
 

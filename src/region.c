@@ -377,12 +377,6 @@ extent_t *region_huge_move_onto(extent_t *e, extent_t *c, size_t size) {
   return c;
 }
 
-/* Resize a huge block to `size` bytes, in place if the mapping can grow (or
- * shrink) where it is, else by moving its memory (no copy) into a new
- * reservation.  keep_tail: when shrinking, keep the memory past the new end
- * (a reused mapping that will likely grow again) instead of purging and
- * unmapping them.  Returns the extent (its start may have moved) or NULL
- * with nothing changed. */
 /* A huge block at p grew from old_size to size bytes, its new part fresh
  * (the old part keeps its advice, moved or not): huge pages for the new
  * part, and a probe of whether they pay here (os.c; what lies past
@@ -393,6 +387,12 @@ static void huge_grown(void *p, size_t old_size, size_t size) {
   if (os_hugepages_fresh(tail, size - old_size, true)) os_hugepage_probe(tail, size - old_size);
 }
 
+/* Resize a huge block to `size` bytes, in place if the mapping can grow (or
+ * shrink) where it is, else by moving its memory (no copy) into a new
+ * reservation.  keep_tail: when shrinking, keep the memory past the new end
+ * (a reused mapping that will likely grow again) instead of purging and
+ * unmapping them.  Returns the extent (its start may have moved) or NULL
+ * with nothing changed. */
 extent_t *region_huge_resize(extent_t *e, size_t size, bool keep_tail) {
   slot_t *slot = slot_of_extent(e);
   size = (size + MM_DATABLOCK_SIZE - 1) & ~(MM_DATABLOCK_SIZE - 1);
