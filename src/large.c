@@ -73,17 +73,6 @@ static extent_t *medium_cache_take(local_heap_t *h, size_t n) {
   return NULL;
 }
 
-/* ---- transparent huge pages for big blocks -------------------------------------- */
-
-/* A big block about to be handed out asks for huge pages, or, while fresh
- * huge pages are slow here (os.c), for small ones: its range may carry the
- * advice from an earlier block.  A block that is not a calloc's (whose
- * untouched pages must stay out of memory) times its first huge page. */
-static void hugepages_for(void *p, size_t bytes, bool zero, bool whole) {
-  if (!os_hugepages_fresh(p, bytes, whole)) os_hugepages(p, bytes, false, whole);
-  else if (!zero) os_hugepage_probe(p, bytes);
-}
-
 /* ---- large blocks ---------------------------------------------------------------- */
 
 /* A LARGE block of size bytes: a medium one of the same datablocks from
@@ -125,7 +114,7 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
   }
   e->flags &= MM_EXTENT_GUARD;
   if (option_live(&options.hugepages) == 2 && bytes >= ((size_t)8 << 20))
-    hugepages_for(p, bytes, zero, false);
+    os_hugepages_block(p, bytes, false, !zero); /* a calloc's untouched pages stay out */
   return p;
 }
 
@@ -367,7 +356,7 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zer
   if (!e && errno == ENOMEM && pressure_relieve(NULL)) e = region_huge_new(h->index, size, align);
   if (!e) return NULL;
   if (option_live(&options.hugepages) != 0)
-    hugepages_for((void *)e->node.start, e->node.ndatablocks << MM_DATABLOCK_SHIFT, zero, true);
+    os_hugepages_block((void *)e->node.start, e->node.ndatablocks << MM_DATABLOCK_SHIFT, true, !zero);
   size_t room = huge_room_of(e);
   local_heap_lock(h);
   h->huge_allocs++;

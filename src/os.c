@@ -206,12 +206,15 @@ size_t os_resident_bytes(const void *p, size_t size) {
  * is, so that it stays one kernel mapping (mremap moves one mapping at a
  * time); otherwise only the whole 2 MiB pages inside it, leaving the
  * neighbours in a shared slot alone. */
+/* A transparent huge page (x86-64, and the kernel's default elsewhere). */
+#define MM_OS_HUGE_PAGE ((uintptr_t)2 << 20)
+
 void os_hugepages(void *p, size_t size, bool on, bool whole) {
 #ifdef MADV_HUGEPAGE
   uintptr_t lo = (uintptr_t)p, hi = (uintptr_t)p + size;
   if (!whole) {
-    lo = (lo + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
-    hi &= ~(uintptr_t)((2u << 20) - 1);
+    lo = (lo + MM_OS_HUGE_PAGE - 1) & ~(MM_OS_HUGE_PAGE - 1);
+    hi &= ~(MM_OS_HUGE_PAGE - 1);
   }
   if (hi > lo) madvise((void *)lo, hi - lo, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 #else
@@ -226,7 +229,7 @@ void os_hugepages(void *p, size_t size, bool on, bool whole) {
  * memory the host has not touched yet, the host faults in the 2 MiB below
  * it first: 5-10 ms on the project's VM, ten times the small pages' cost,
  * and the same machine can be either from one minute to the next.  So the
- * first write of a fresh huge page is timed (os_hugepage_probe: two clock
+ * first write of a fresh huge page is timed (hugepage_probe: two clock
  * reads beside a fault the program would take anyway) and a slow one turns
  * the advice off for a while.  xhuge_slow_until: os_now_ms() before which
  * no fresh huge pages are asked for, or 0 (never odd when set, so that 0
@@ -239,35 +242,42 @@ static bool hugepages_slow_now(void) {
   return until != 0 && !time_reached(os_now_ms(), until);
 }
 
-bool os_hugepages_fresh(void *p, size_t size, bool whole) {
-  if (hugepages_slow_now()) return false;
-  os_hugepages(p, size, true, whole);
-  return true;
-}
-
-void os_hugepage_probe(void *p, size_t size) {
-  const uintptr_t huge = (uintptr_t)2 << 20;
-  uintptr_t first = ((uintptr_t)p + huge - 1) & ~(huge - 1), end = (uintptr_t)p + size;
-  if (first + huge > end) return;
+/* Time the first write of the first whole huge page of [p, p + size), if
+ * none of its small pages is resident (only a write that faults in a whole
+ * huge page says anything; a purged block's may be resident in part).  A
+ * slow one advises the rest of the range back to small pages and starts
+ * the slow period.  The range's content must not matter. */
+static void hugepage_probe(void *p, size_t size) {
+  uintptr_t first = ((uintptr_t)p + MM_OS_HUGE_PAGE - 1) & ~(MM_OS_HUGE_PAGE - 1);
+  uintptr_t end = (uintptr_t)p + size;
+  if (first + MM_OS_HUGE_PAGE > end) return;
 #if MM_VALGRIND
   if (RUNNING_ON_VALGRIND) return; /* the block is not the program's yet: memcheck would object */
 #endif
-  /* Only a write that faults in a whole huge page says anything: none of
-   * its small pages may be resident (a purged block's may be, in part). */
-  unsigned char resident[512];
-  if (mincore((void *)first, huge, resident) != 0) return;
-  for (int i = 0; i < 512; i++)
+  unsigned char resident[MM_OS_HUGE_PAGE / 4096];
+  if (mincore((void *)first, MM_OS_HUGE_PAGE, resident) != 0) return;
+  for (size_t i = 0; i < sizeof(resident); i++)
     if (resident[i] & 1) return;
   struct timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
-  *(volatile char *)first = 0; /* not handed out yet; not a calloc's */
+  *(volatile char *)first = 0; /* not handed out yet, and its content does not matter */
   clock_gettime(CLOCK_MONOTONIC, &b);
   int64_t us = (int64_t)(b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000;
   atomic_fetch_add_relaxed(&xhuge_probes, 1);
   if (us < MM_HUGE_PAGE_SLOW_US && !os_fault(MM_FAULT_HUGE_SLOW)) return;
   atomic_fetch_add_relaxed(&xhuge_slow, 1);
   atomic_store_relaxed(&xhuge_slow_until, (os_now_ms() + MM_HUGE_PAGE_RECHECK_MS) | 1);
-  if (end - first > huge) os_hugepages((void *)(first + huge), end - first - huge, false, false);
+  uintptr_t rest = first + MM_OS_HUGE_PAGE;
+  if (end > rest) os_hugepages((void *)rest, end - rest, false, false);
+}
+
+void os_hugepages_block(void *p, size_t size, bool whole, bool probe) {
+  if (hugepages_slow_now()) {
+    os_hugepages(p, size, false, whole);
+    return;
+  }
+  os_hugepages(p, size, true, whole);
+  if (probe) hugepage_probe(p, size);
 }
 
 void os_hugepage_probe_stats(uint64_t *probes, uint64_t *slow) {

@@ -43,16 +43,15 @@ bool os_purge(void *p, size_t size);
  * per 16 MiB. */
 size_t os_resident_bytes(const void *p, size_t size);
 void os_hugepages(void *p, size_t size, bool on, bool whole);
-/* os_hugepages(p, size, true, whole) unless a probe in the last
- * MM_HUGE_PAGE_RECHECK_MS found fresh huge pages slow here; whether it
- * asked. */
-bool os_hugepages_fresh(void *p, size_t size, bool whole);
-/* [p, p + size), just advised by os_hugepages_fresh, is a block about to be
- * handed out whose content does not matter: if no page of its first whole
- * huge page is resident, write a zero there and time that write.  If it is
- * slow, the rest of the range is advised back to small pages and no fresh
- * huge pages are asked for until the recheck. */
-void os_hugepage_probe(void *p, size_t size);
+/* Huge pages for a big block about to be handed out (whole: the range as
+ * it is; else its 2 MiB-aligned interior): advised, or, while a recent
+ * probe found fresh huge pages slow here (MM_HUGE_PAGE_RECHECK_MS),
+ * advised back to small pages (a range keeps an earlier block's advice).
+ * probe: the block's content does not matter (not a calloc's, or a grown
+ * part past the old data): time the first write of its first whole huge
+ * page, if nothing of it is resident, and start a slow period (the rest of
+ * the block back to small pages) if that took MM_HUGE_PAGE_SLOW_US. */
+void os_hugepages_block(void *p, size_t size, bool whole, bool probe);
 /* Probes made, and those that found huge pages slow, since start-up. */
 void os_hugepage_probe_stats(uint64_t *probes, uint64_t *slow);
 bool os_guard(void *p, size_t size, bool on);

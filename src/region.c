@@ -373,18 +373,16 @@ extent_t *region_huge_move_onto(extent_t *e, extent_t *c, size_t size) {
    * entries go first, then the range, so that no other mapping can be there
    * when its entries are cleared */
   region_slot_release(slot);
-  if (option_live(&options.hugepages) != 0) os_hugepages_fresh((void *)c->node.start, size, true);
+  if (option_live(&options.hugepages) != 0) os_hugepages_block((void *)c->node.start, size, true, false);
   return c;
 }
 
 /* A huge block at p grew from old_size to size bytes, its new part fresh
  * (the old part keeps its advice, moved or not): huge pages for the new
- * part, and a probe of whether they pay here (os.c; what lies past
- * old_size is nobody's data yet). */
+ * part, probed (what lies past old_size is nobody's data yet). */
 static void huge_grown(void *p, size_t old_size, size_t size) {
-  if (option_live(&options.hugepages) == 0) return;
-  void *tail = (char *)p + old_size;
-  if (os_hugepages_fresh(tail, size - old_size, true)) os_hugepage_probe(tail, size - old_size);
+  if (option_live(&options.hugepages) != 0)
+    os_hugepages_block((char *)p + old_size, size - old_size, true, true);
 }
 
 /* Resize a huge block to `size` bytes, in place if the mapping can grow (or
