@@ -106,11 +106,11 @@ void options_init(void) {
 
 void options_print(void) {
   os_message("mmalloc %d.%d.%d: heaps=%ld hugepages=%ld purge_delay_ms=%ld purge_thread_mib=%ld"
-             " stats=%ld secure=%ld zero_on_free=%ld (debug level %d%s)\n",
+             " stats=%ld secure=%ld zero_on_free=%ld clock=%s (debug level %d%s)\n",
              MM_VERSION_MAJOR, MM_VERSION_MINOR, MM_VERSION_PATCH, options.heaps,
              options.hugepages, options.purge_delay_ms, options.purge_thread_mib, options.stats,
-             options.secure,
-             options.zero_on_free, MM_DEBUG, mm_slow_only ? ", fast paths off" : "");
+             options.secure, options.zero_on_free, os_clock_is_vdso() ? "vdso" : "libc", MM_DEBUG,
+             mm_slow_only ? ", fast paths off" : "");
 }
 
 int options_set(const char *name, long value) {

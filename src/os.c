@@ -24,6 +24,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
+#include <link.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -39,6 +42,8 @@
 #ifndef MAP_NORESERVE
 #define MAP_NORESERVE 0
 #endif
+
+static void os_clock(clockid_t id, struct timespec *t);
 
 /* ---- fault injection ----------------------------------------------------- */
 #if MM_FAULT_INJECTION
@@ -259,9 +264,9 @@ static void hugepage_probe(void *p, size_t size) {
   for (size_t i = 0; i < sizeof(resident); i++)
     if (resident[i] & 1) return;
   struct timespec a, b;
-  clock_gettime(CLOCK_MONOTONIC, &a);
+  os_clock(CLOCK_MONOTONIC, &a);
   *(volatile char *)first = 0; /* not handed out yet, and its content does not matter */
-  clock_gettime(CLOCK_MONOTONIC, &b);
+  os_clock(CLOCK_MONOTONIC, &b);
   int64_t us = (int64_t)(b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000;
   atomic_fetch_add_relaxed(&xhuge_probes, 1);
   if (us < MM_HUGE_PAGE_SLOW_US && !os_fault(MM_FAULT_HUGE_SLOW)) return;
@@ -326,6 +331,62 @@ bool os_remap_back(void *old, size_t size, void *to) {
 
 /* ---- clock, CPUs, randomness --------------------------------------------- */
 
+/* The clock and the CPU mask are read without libc's clock_gettime and
+ * sched_getaffinity.  A program's resident memory counts every page of
+ * libc's text it has touched, and the kernel maps a read fault's cached
+ * neighbours with it, 64 KiB at a time: those two functions each sit in a
+ * window of libc that nothing else a small program runs at start-up
+ * touches, about 124 KiB of resident text between them (docs/design.md,
+ * "Start-up memory").  The clock is the kernel's own user-space function
+ * (the vDSO, found once through the auxiliary vector; a few ns, as libc's
+ * is), the mask a raw system call made once at start-up. */
+
+typedef int (*os_clock_fn)(clockid_t, struct timespec *);
+static _Atomic(os_clock_fn) xvdso_clock; /* NULL: libc's clock_gettime */
+
+/* The address of the vDSO's function `name`, or NULL: its dynamic symbol
+ * table walked once (DT_HASH gives the number of symbols). */
+static void *vdso_symbol(const char *name) {
+  uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+  if (!base) return NULL;
+  const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0) return NULL;
+  const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
+  uintptr_t bias = 0;
+  const ElfW(Dyn) *dyn = NULL;
+  bool loaded = false;
+  for (unsigned i = 0; i < eh->e_phnum; i++) {
+    if (ph[i].p_type == PT_LOAD && !loaded) {
+      bias = base + ph[i].p_offset - ph[i].p_vaddr;
+      loaded = true;
+    } else if (ph[i].p_type == PT_DYNAMIC) {
+      dyn = (const ElfW(Dyn) *)(base + ph[i].p_offset);
+    }
+  }
+  if (!loaded || !dyn) return NULL;
+  const ElfW(Sym) *sym = NULL;
+  const char *str = NULL;
+  const uint32_t *hash = NULL;
+  for (; dyn->d_tag != DT_NULL; dyn++) {
+    if (dyn->d_tag == DT_SYMTAB) sym = (const ElfW(Sym) *)(bias + dyn->d_un.d_ptr);
+    if (dyn->d_tag == DT_STRTAB) str = (const char *)(bias + dyn->d_un.d_ptr);
+    if (dyn->d_tag == DT_HASH) hash = (const uint32_t *)(bias + dyn->d_un.d_ptr);
+  }
+  if (!sym || !str || !hash) return NULL;
+  for (uint32_t i = 0; i < hash[1]; i++) /* hash[1]: the number of symbols */
+    if (ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC && sym[i].st_shndx != SHN_UNDEF &&
+        strcmp(str + sym[i].st_name, name) == 0)
+      return (void *)(bias + sym[i].st_value);
+  return NULL;
+}
+
+static void os_clock(clockid_t id, struct timespec *t) {
+  os_clock_fn f = atomic_load_relaxed(&xvdso_clock);
+  if (!f || f(id, t) != 0) clock_gettime(id, t);
+}
+
+bool os_clock_is_vdso(void) { return atomic_load_relaxed(&xvdso_clock) != NULL; }
+
 static struct timespec os_epoch;
 
 /* The coarse clock (a jiffy of resolution, a few ns to read) is plenty for
@@ -336,13 +397,18 @@ static struct timespec os_epoch;
 #define MM_CLOCK CLOCK_MONOTONIC
 #endif
 
-void os_init(void) { clock_gettime(MM_CLOCK, &os_epoch); }
+void os_init(void) {
+  void *f = vdso_symbol("__vdso_clock_gettime"); /* x86-64's name */
+  if (!f) f = vdso_symbol("__kernel_clock_gettime"); /* arm64's and others' */
+  atomic_store_relaxed(&xvdso_clock, (os_clock_fn)f);
+  os_clock(MM_CLOCK, &os_epoch);
+}
 
 /* Milliseconds since os_init, wrapping after 49 days (compare with
  * time_reached()). */
 uint32_t os_now_ms(void) {
   struct timespec t;
-  clock_gettime(MM_CLOCK, &t);
+  os_clock(MM_CLOCK, &t);
   int64_t ms = (int64_t)(t.tv_sec - os_epoch.tv_sec) * 1000 +
                (t.tv_nsec - os_epoch.tv_nsec) / 1000000;
   return (uint32_t)ms;
@@ -355,14 +421,16 @@ int os_current_cpu(void) {
   return c < 0 ? 0 : c;
 }
 
+/* The CPUs this process may run on: the affinity mask's bits (the system
+ * call returns how many bytes of the mask it wrote). */
 int os_cpu_count(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
+  uint64_t mask[128] = {0}; /* 8,192 CPUs */
+  long got = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+  int n = 0;
+  for (long i = 0; got > 0 && i < got / 8; i++) n += __builtin_popcountll(mask[i]);
+  if (n > 0) return n;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? (int)online : 1;
 }
 
 uint64_t os_physical_memory(void) {
@@ -376,7 +444,7 @@ uint64_t os_random(void) {
   uint64_t r = 0;
   if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    os_clock(CLOCK_MONOTONIC, &t);
     r = (uint64_t)t.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&t ^
         ((uint64_t)getpid() << 32);
   }

@@ -61,6 +61,8 @@ bool os_remap_to(void *old, size_t size, void *to);
 /* The same without fault injection: undoing a move that went half way. */
 bool os_remap_back(void *old, size_t size, void *to);
 uint32_t os_now_ms(void);
+/* Whether the clock is read through the vDSO (else libc's clock_gettime). */
+bool os_clock_is_vdso(void);
 int os_current_cpu(void);
 /* Give the CPU to another runnable thread, if there is one. */
 void os_yield(void);

@@ -9,7 +9,9 @@
  * names the variable.  The child's environment holds no other MMALLOC_*.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdint.h>
+#include <sys/auxv.h>
 
 #include "api/harness.h"
 #include "api/json.h"
@@ -129,6 +131,25 @@ int main(int argc, char **argv) {
   CHECK("default verbose 0", def.verbose == 0);
   CHECK("default stats 0", def.stats == 0);
   CHECK("default heaps >= 1", def.heaps >= 1);
+  /* one heap per CPU the affinity mask allows (fewer under a cgroup quota) */
+  cpu_set_t mask;
+  REQUIRE("sched_getaffinity", sched_getaffinity(0, sizeof(mask), &mask) == 0);
+  CHECK("default heaps: at most the CPUs of the affinity mask", def.heaps <= CPU_COUNT(&mask));
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+    if (CPU_ISSET(cpu, &mask)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  report_t pinned;
+  REQUIRE("pin to one CPU", sched_setaffinity(0, sizeof(one), &one) == 0);
+  bool ran = run_child(none, &pinned);
+  REQUIRE("unpin", sched_setaffinity(0, sizeof(mask), &mask) == 0);
+  if (ran) {
+    if (pinned.heaps != 1) fprintf(stderr, "  pinned to one CPU: heaps=%ld\n", pinned.heaps);
+    CHECK("a process pinned to one CPU gets one heap", pinned.heaps == 1);
+  }
   CHECK("default: JSON heaps[] has `heaps` entries", def.json_heaps == def.heaps);
   CHECK("default: JSON options agree with mm_option_get",
         def.json_opt_heaps == def.heaps && def.json_hugepages == def.hugepages &&
@@ -150,6 +171,10 @@ int main(int argc, char **argv) {
     CHECK("MMALLOC_VERBOSE=1 prints one line", count_lines(pre) == 1);
     CHECK("MMALLOC_VERBOSE=1: nothing else on stderr", mid[0] == 0 && post[0] == 0);
     CHECK("MMALLOC_VERBOSE=1: get(verbose) == 1", r.verbose == 1);
+    /* the clock is the vDSO's wherever the kernel maps one (valgrind hides it) */
+    const char *clock = getauxval(AT_SYSINFO_EHDR) ? "clock=vdso " : "clock=libc ";
+    if (!strstr(pre, clock)) fprintf(stderr, "  MMALLOC_VERBOSE=1: expected \"%s\" in \"%s\"\n", clock, pre);
+    CHECK("MMALLOC_VERBOSE=1: the clock is the vDSO's where there is one", strstr(pre, clock) != NULL);
   }
   /* MMALLOC_VERBOSE=1 MMALLOC_HEAPS=3: the line shows the heaps in force */
   const char *verbose3[] = {"MMALLOC_VERBOSE=1", "MMALLOC_HEAPS=3", NULL};
