@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""check_hot_text.py — src/hot_text.txt names only functions of src/, and
+the shared library's text puts them first.
+
+src/hot_text.txt lists the functions programs run (tools/hot-text.sh
+writes it); the library's link puts them at the start of its text
+(src/CMakeLists.txt).  A name that is no longer defined in src/ (renamed,
+removed) would silently fall out of that order, so every name must be a
+function defined in src/*.c or src/*.h.  Given the built library as well,
+the check also reads its symbol table: malloc, free and the start-up
+function must lie below every function the list leaves out (mm_stats_print,
+which no program runs unless asked, stands for them).
+
+usage: check_hot_text.py SRC_DIR [LIBMMALLOC]
+       check_hot_text.py --self-test
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import structure_common
+
+DEFINITION = r"\b%s\s*\(([^;{}()]|\([^;{}()]*\))*\)\s*\{"
+
+
+def listed(src):
+    return [l.strip() for l in open(os.path.join(src, "hot_text.txt"))
+            if l.strip() and not l.startswith("#")]
+
+
+def check_names(src):
+    text = "".join(open(os.path.join(src, f)).read() for f in sorted(os.listdir(src))
+                   if f.endswith((".c", ".h")))
+    names = listed(src)
+    problems = ["src/hot_text.txt names %s, which is defined nowhere in src/ (rerun "
+                "tools/hot-text.sh)" % n for n in names
+                if not re.search(DEFINITION % re.escape(n), text)]
+    if len(set(names)) != len(names):
+        problems.append("src/hot_text.txt names a function twice")
+    return problems
+
+
+def check_library(lib):
+    out = subprocess.run(["nm", "--defined-only", lib], capture_output=True, text=True,
+                         check=True).stdout
+    addr = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in "tT":
+            addr.setdefault(f[2], int(f[0], 16))
+    want_first = ["malloc", "free", "thread_heap_process_init"]
+    missing = [n for n in want_first + ["mm_stats_print"] if n not in addr]
+    if missing:
+        return ["%s defines no %s" % (lib, ", ".join(missing))]
+    return ["%s: %s lies above mm_stats_print: the hot functions are not first in its text"
+            % (lib, n) for n in want_first if addr[n] > addr["mm_stats_print"]]
+
+
+def check(args):
+    src, lib = (args.split(os.pathsep) + [None])[:2]
+    return check_names(src) + (check_library(lib) if lib else [])
+
+
+def self_test():
+    failures = 0
+    body = "static int alloc_one(int a,\n  int b) { return a; }\nvoid *_Znam(size_t n) { }\n"
+    for label, lines, want in (("all defined", "alloc_one\n_Znam\n", None),
+                               ("renamed function", "alloc_one\nalloc_two\n", "alloc_two"),
+                               ("named twice", "alloc_one\nalloc_one\n", "twice")):
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "alloc.c"), "w").write(body)
+            open(os.path.join(d, "hot_text.txt"), "w").write("# header\n" + lines)
+            failures += not structure_common.case_ok(label, check(d), want)
+    return failures
+
+
+if __name__ == "__main__":
+    # SRC_DIR and LIBMMALLOC arrive as one argument joined by os.pathsep
+    if len(sys.argv) == 3:
+        sys.argv[1:] = [sys.argv[1] + os.pathsep + sys.argv[2]]
+    sys.exit(structure_common.main(
+        "check_hot_text", __doc__, check, self_test,
+        lambda a: "every one of %d names in src/hot_text.txt is a function of src/%s"
+        % (len(listed(a.split(os.pathsep)[0])),
+           ", and they come first in the library's text" if os.pathsep in a else "")))
