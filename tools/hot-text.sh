@@ -3,7 +3,10 @@
 # that programs run, which the shared library's link puts first in its text
 # (src/CMakeLists.txt, docs/design.md "Start-up memory").
 #
-# usage: tools/hot-text.sh [WORK_DIR]     (default /tmp/mmalloc-hot-text)
+# usage: tools/hot-text.sh [WORK_DIR [OUT]]
+#   WORK_DIR  the instrumented build and its records (default /tmp/mmalloc-hot-text)
+#   OUT       the list written (default src/hot_text.txt, whose header it keeps;
+#             tool_hot_text, a ctest, writes one into the build directory)
 #
 # Builds the library's sources once more with -finstrument-functions and a
 # hook (tools/hot-text-hook.c) that notes every function entered, runs a
@@ -20,6 +23,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/mmalloc-hot-text}
+out=${2:-$root/src/hot_text.txt}
+case $out in /*) ;; *) out=$PWD/$out ;; esac
 mkdir -p "$work/obj"
 cd "$work"
 
@@ -64,9 +69,9 @@ fi
 # offsets from the library's start -> names (a clone such as f.constprop.0
 # counts as f), kept only where the release library defines that function
 nm --defined-only libmmalloc-inst.so | awk '$2 ~ /^[tT]$/ {print $1, $3}' > inst-syms.txt
-python3 - "$work" "$root/src/hot_text.txt" <<'EOF'
+python3 - "$work" "$out" "$root/src/hot_text.txt" <<'EOF'
 import sys, glob, collections
-work, out = sys.argv[1], sys.argv[2]
+work, out, header_from = sys.argv[1], sys.argv[2], sys.argv[3]
 syms = {}
 for line in open(work + "/inst-syms.txt"):
     addr, name = line.split()
@@ -80,7 +85,7 @@ for path in glob.glob(work + "/entered-*.txt"):
 runs.pop("__cyg_profile_func_enter", None)
 header = []
 try:
-    header = [l for l in open(out) if l.startswith("#")]
+    header = [l for l in open(header_from) if l.startswith("#")]
 except FileNotFoundError:
     pass
 # first what the one-malloc program runs (every program runs it), then

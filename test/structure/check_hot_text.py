@@ -11,7 +11,13 @@ the check also reads its symbol table: malloc, free and the start-up
 function must lie below every function the list leaves out (mm_stats_print,
 which no program runs unless asked, stands for them).
 
+With --tool, it runs tools/hot-text.sh into a list of its own (WORK_DIR,
+OUT in the build directory) and checks that list instead: every name a
+function of src/, and malloc, free and the start-up among the first 200
+(what the one-malloc program runs comes first).
+
 usage: check_hot_text.py SRC_DIR [LIBMMALLOC]
+       check_hot_text.py --tool SRC_DIR WORK_DIR
        check_hot_text.py --self-test
 """
 import os
@@ -25,15 +31,15 @@ import structure_common
 DEFINITION = r"\b%s\s*\(([^;{}()]|\([^;{}()]*\))*\)\s*\{"
 
 
-def listed(src):
-    return [l.strip() for l in open(os.path.join(src, "hot_text.txt"))
+def listed(src, path=None):
+    return [l.strip() for l in open(path or os.path.join(src, "hot_text.txt"))
             if l.strip() and not l.startswith("#")]
 
 
-def check_names(src):
+def check_names(src, path=None):
     text = "".join(open(os.path.join(src, f)).read() for f in sorted(os.listdir(src))
                    if f.endswith((".c", ".h")))
-    names = listed(src)
+    names = listed(src, path)
     problems = ["src/hot_text.txt names %s, which is defined nowhere in src/ (rerun "
                 "tools/hot-text.sh)" % n for n in names
                 if not re.search(DEFINITION % re.escape(n), text)]
@@ -76,7 +82,30 @@ def self_test():
     return failures
 
 
+def check_tool(src, work):
+    """Run tools/hot-text.sh into WORK/hot_text.txt and check what it wrote."""
+    out = os.path.join(work, "hot_text.txt")
+    tool = os.path.join(os.path.dirname(os.path.abspath(src)), "tools", "hot-text.sh")
+    r = subprocess.run(["bash", tool, work, out], capture_output=True, text=True)
+    if r.returncode != 0 or not os.path.exists(out):
+        return ["tools/hot-text.sh failed (status %d): %s" % (r.returncode, r.stderr[-2000:])]
+    names = listed(src, out)
+    problems = check_names(src, out)
+    problems += ["tools/hot-text.sh's list puts %s past the first 200 names, or leaves it out"
+                 % n for n in ("malloc", "free", "thread_heap_process_init")
+                 if n not in names[:200]]
+    if not problems:
+        print("check_hot_text: tools/hot-text.sh wrote %d names, each a function of src/, "
+              "malloc, free and the start-up among the first 200" % len(names))
+    return problems
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--tool":
+        problems = check_tool(sys.argv[2], sys.argv[3])
+        for p in problems:
+            print("check_hot_text: %s" % p, file=sys.stderr)
+        sys.exit(1 if problems else 0)
     # SRC_DIR and LIBMMALLOC arrive as one argument joined by os.pathsep
     if len(sys.argv) == 3:
         sys.argv[1:] = [sys.argv[1] + os.pathsep + sys.argv[2]]
