@@ -8,8 +8,9 @@
 #   OUT       the list written (default src/hot_text.txt, whose header it keeps;
 #             tool_hot_text, a ctest, writes one into the build directory)
 #
-# Builds the library's sources once more with -finstrument-functions and a
-# hook (tools/hot-text-hook.c) that notes every function entered, runs a
+# Builds the library once more (the project's CMake release build, in
+# WORK_DIR) with -finstrument-functions and a hook (tools/hot-text-hook.c)
+# that notes every function entered, runs a
 # set of programs under that build (a one-malloc program; hot-text-run.c and
 # hot-text-run.cc, what common C and C++ programs ask, threads and the purge
 # included; ls, sort, git and Python start-up; make bench's larson, xfree,
@@ -25,19 +26,17 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/mmalloc-hot-text}
 out=${2:-$root/src/hot_text.txt}
 case $out in /*) ;; *) out=$PWD/$out ;; esac
-mkdir -p "$work/obj"
+mkdir -p "$work"
 cd "$work"
 
-flags=(-O3 -DNDEBUG -DMM_DEBUG=0 -std=gnu11 -fPIC -fvisibility=hidden -fno-plt
-  -ftls-model=initial-exec -I"$root/include" -I"$root/src" -fno-builtin-malloc
-  -fno-builtin-calloc -fno-builtin-free -fno-builtin-realloc -finstrument-functions)
-for f in "$root"/src/*.c; do
-  extra=()
-  [ "$(basename "$f")" = override.c ] && extra=(-fexceptions)
-  gcc -c "${flags[@]}" "${extra[@]}" -o "obj/$(basename "$f" .c).o" "$f"
-done
-gcc -c -O2 -fPIC -fvisibility=hidden -o obj/hook.o "$root/tools/hot-text-hook.c"
-gcc -shared -o libmmalloc-inst.so obj/*.o -lpthread -Wl,-z,now
+# the library as the project builds it (its CMake release build), every
+# function instrumented, the hook linked in (not instrumented itself)
+gcc -c -O2 -fPIC -fvisibility=hidden -o hook.o "$root/tools/hot-text-hook.c"
+cmake -S "$root" -B lib -DCMAKE_BUILD_TYPE=Release -DMM_BUILD_TESTS=OFF -DMM_BUILD_STREAM=OFF \
+  -DMM_BUILD_BENCH=OFF -DMM_BUILD_TRACE=OFF -DMM_INSTALL=OFF \
+  -DCMAKE_C_FLAGS=-finstrument-functions -DCMAKE_SHARED_LINKER_FLAGS="$work/hook.o" > lib.log
+cmake --build lib --target mmalloc -j "$(nproc)" >> lib.log
+inst=$(find "$work/lib" -name 'libmmalloc.so.*.*.*' | head -1)
 printf '#include <stdlib.h>\n#include <string.h>\nint main(void) { char *volatile p = malloc(100); memset(p, 1, 100); free(p); return 0; }\n' > one.c
 gcc -O2 -o one one.c
 gcc -O2 -pthread -o run-c "$root/tools/hot-text-run.c"
@@ -48,7 +47,7 @@ rm -f entered-*.txt
 n=0
 run() { # each program's functions to a file of its own
   n=$((n + 1))
-  LD_PRELOAD=$work/libmmalloc-inst.so FNDUMP=$work/entered-$n.txt "$@" > /dev/null 2>&1 || true
+  LD_PRELOAD=$inst FNDUMP=$work/entered-$n.txt "$@" > /dev/null 2>&1 || true
 }
 run ./one
 run ./run-c
@@ -68,7 +67,7 @@ fi
 
 # offsets from the library's start -> names (a clone such as f.constprop.0
 # counts as f), kept only where the release library defines that function
-nm --defined-only libmmalloc-inst.so | awk '$2 ~ /^[tT]$/ {print $1, $3}' > inst-syms.txt
+nm --defined-only "$inst" | awk '$2 ~ /^[tT]$/ {print $1, $3}' > inst-syms.txt
 python3 - "$work" "$out" "$root/src/hot_text.txt" <<'EOF'
 import sys, glob, collections
 work, out, header_from = sys.argv[1], sys.argv[2], sys.argv[3]

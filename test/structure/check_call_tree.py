@@ -33,23 +33,11 @@ def tree_names(header):
     return sorted(set(NAME.findall(text[start:end])))
 
 
-def definitions(src):
-    """Every function defined in src/*.c and src/*.h (name -> file)."""
-    found = {}
-    # name(params) { ... : the parameter list may span lines, but not a ';'
-    pattern = re.compile(r"\b([a-z_][a-z0-9_]*)\s*\(([^;{}()]|\([^;{}()]*\))*\)\s*\{")
-    for f in sorted(os.listdir(src)):
-        if f.endswith((".c", ".h")):
-            for m in pattern.finditer(open(os.path.join(src, f)).read()):
-                found.setdefault(m.group(1), f)
-    return found
-
-
 def check(src):
     names = tree_names(os.path.join(src, "thread_heap.h"))
     if names is None:
         return ["src/thread_heap.h has no call tree between the two rules"]
-    defined = definitions(src)
+    defined = structure_common.definitions(src)
     missing = [n for n in names if n not in defined]
     return ["the call tree in src/thread_heap.h names %s, which is defined nowhere in src/" % n
             for n in missing]

@@ -21,14 +21,11 @@ usage: check_hot_text.py SRC_DIR [LIBMMALLOC]
        check_hot_text.py --self-test
 """
 import os
-import re
 import subprocess
 import sys
 import tempfile
 
 import structure_common
-
-DEFINITION = r"\b%s\s*\(([^;{}()]|\([^;{}()]*\))*\)\s*\{"
 
 
 def listed(src, path=None):
@@ -37,12 +34,10 @@ def listed(src, path=None):
 
 
 def check_names(src, path=None):
-    text = "".join(open(os.path.join(src, f)).read() for f in sorted(os.listdir(src))
-                   if f.endswith((".c", ".h")))
+    defined = structure_common.definitions(src)
     names = listed(src, path)
     problems = ["src/hot_text.txt names %s, which is defined nowhere in src/ (rerun "
-                "tools/hot-text.sh)" % n for n in names
-                if not re.search(DEFINITION % re.escape(n), text)]
+                "tools/hot-text.sh)" % n for n in names if n not in defined]
     if len(set(names)) != len(names):
         problems.append("src/hot_text.txt names a function twice")
     return problems
@@ -64,11 +59,6 @@ def check_library(lib):
             % (lib, n) for n in want_first if addr[n] > addr["mm_stats_print"]]
 
 
-def check(args):
-    src, lib = (args.split(os.pathsep) + [None])[:2]
-    return check_names(src) + (check_library(lib) if lib else [])
-
-
 def self_test():
     failures = 0
     body = "static int alloc_one(int a,\n  int b) { return a; }\nvoid *_Znam(size_t n) { }\n"
@@ -78,7 +68,7 @@ def self_test():
         with tempfile.TemporaryDirectory() as d:
             open(os.path.join(d, "alloc.c"), "w").write(body)
             open(os.path.join(d, "hot_text.txt"), "w").write("# header\n" + lines)
-            failures += not structure_common.case_ok(label, check(d), want)
+            failures += not structure_common.case_ok(label, check_names(d), want)
     return failures
 
 
@@ -91,26 +81,28 @@ def check_tool(src, work):
         return ["tools/hot-text.sh failed (status %d): %s" % (r.returncode, r.stderr[-2000:])]
     names = listed(src, out)
     problems = check_names(src, out)
-    problems += ["tools/hot-text.sh's list puts %s past the first 200 names, or leaves it out"
-                 % n for n in ("malloc", "free", "thread_heap_process_init")
-                 if n not in names[:200]]
-    if not problems:
-        print("check_hot_text: tools/hot-text.sh wrote %d names, each a function of src/, "
-              "malloc, free and the start-up among the first 200" % len(names))
-    return problems
+    return problems + ["tools/hot-text.sh's list puts %s past the first 200 names, or leaves "
+                       "it out" % n for n in ("malloc", "free", "thread_heap_process_init")
+                       if n not in names[:200]]
 
 
 if __name__ == "__main__":
+    # --tool SRC WORK, or SRC LIB: the extra argument is taken out before
+    # the common command line (SRC, or --self-test) is read
+    work = lib = None
     if len(sys.argv) == 4 and sys.argv[1] == "--tool":
-        problems = check_tool(sys.argv[2], sys.argv[3])
-        for p in problems:
-            print("check_hot_text: %s" % p, file=sys.stderr)
-        sys.exit(1 if problems else 0)
-    # SRC_DIR and LIBMMALLOC arrive as one argument joined by os.pathsep
-    if len(sys.argv) == 3:
-        sys.argv[1:] = [sys.argv[1] + os.pathsep + sys.argv[2]]
-    sys.exit(structure_common.main(
-        "check_hot_text", __doc__, check, self_test,
-        lambda a: "every one of %d names in src/hot_text.txt is a function of src/%s"
-        % (len(listed(a.split(os.pathsep)[0])),
-           ", and they come first in the library's text" if os.pathsep in a else "")))
+        work = sys.argv.pop(3)
+        sys.argv.pop(1)
+    elif len(sys.argv) == 3:
+        lib = sys.argv.pop(2)
+    if work:
+        check, clean = (lambda src: check_tool(src, work),
+                        lambda src: "tools/hot-text.sh wrote %d names, each a function of src/, "
+                        "malloc, free and the start-up among the first 200"
+                        % len(listed(src, os.path.join(work, "hot_text.txt"))))
+    else:
+        check, clean = (lambda src: check_names(src) + (check_library(lib) if lib else []),
+                        lambda src: "every one of %d names in src/hot_text.txt is a function of "
+                        "src/%s" % (len(listed(src)), ", and they come first in the library's "
+                                    "text" if lib else ""))
+    sys.exit(structure_common.main("check_hot_text", __doc__, check, self_test, clean))

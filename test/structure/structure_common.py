@@ -1,6 +1,22 @@
 """structure_common.py — what the structure checks share: the command line
-(CHECK_ROOT, or --self-test) and the verdict of one self-test case."""
+(CHECK_ROOT, or --self-test), the verdict of one self-test case, and the
+functions src/ defines."""
+import os
+import re
 import sys
+
+# name(params) { ... : the parameter list may span lines, but not a ';'
+DEFINITION = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(([^;{}()]|\([^;{}()]*\))*\)\s*\{")
+
+
+def definitions(src):
+    """Every function defined in src/*.c and src/*.h (name -> file)."""
+    found = {}
+    for f in sorted(os.listdir(src)):
+        if f.endswith((".c", ".h")):
+            for m in DEFINITION.finditer(open(os.path.join(src, f)).read()):
+                found.setdefault(m.group(1), f)
+    return found
 
 
 def case_ok(label, got, want):
