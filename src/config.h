@@ -129,6 +129,12 @@
 /* Remote frees are batched per destination heap: a batch is handed over
  * with one CAS when it reaches this many blocks (or on the slow path). */
 #define MM_REMOTE_BATCH 32
+/* A thread that frees into a page without an owner (that of a thread that
+ * exited), mostly free, of a class it does not allocate, adopts the page
+ * when this many of its frees of that class in a row went into it; before,
+ * each goes into the page under its local heap's lock
+ * (thread_heap_free_abandoned). */
+#define MM_ADOPT_FREES 16
 /* A batch is built as this many chains (block i on lane i % MM_LANES) and
  * each thread heap has one inbox per lane: the owner walks the lanes side
  * by side, so that many cache misses on blocks last written by the freeing

@@ -7,7 +7,8 @@
  * Thread exit (a pthread key destructor) and fork (in the child, for every
  * other thread's heap): thread_heap_abandon gives empty pages back and
  * parks the others in their home local heap, where allocating threads of
- * that heap adopt them and a thread freeing into one adopts it; the heap
+ * that heap adopt them (a thread freeing into one adopts it only after a
+ * run of such frees, remote.c); the heap
  * becomes dead and waits in its registry for the next thread.
  *
  * Fork.  The child has one thread, a copy of the forking one.  Before the
@@ -162,6 +163,7 @@ void thread_heap_abandon(thread_heap_t *th) {
     extent_list_remove(&th->full, page);
     thread_heap_abandon_page(page);
   }
+  thread_heap_fostered_release(th);
   for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++) th->direct[k] = &mm_page_empty;
 }
 
@@ -182,7 +184,7 @@ static void thread_heap_exit_cb(void *arg) {
 
 /* ---- mm_collect ---------------------------------------------------------------------- */
 
-/* This thread's pending frees and empty pages, what reached dead heaps'
+/* This thread's pending frees, empty and fostered pages, what reached dead heaps'
  * inboxes, then every local heap's free memory, back to the OS now. */
 void thread_heap_collect(void) {
   thread_heap_t *th = thread_heap_current();
@@ -202,6 +204,7 @@ void thread_heap_collect(void) {
         thread_heap_retire_page(page);
       }
     }
+    thread_heap_fostered_release(th);
     thread_heap_empty_release(th, true);
     thread_heap_stash_flush(th);
     thread_heap_check_all(th);
@@ -258,6 +261,7 @@ static void abandon_other(thread_heap_t *th, void *self) {
   /* their counts may be one off: the checker then leaves the count alone */
   for (unsigned c = 0; c < MM_CLASSES; c++) mark_forked(&th->queue[c]);
   mark_forked(&th->full);
+  mark_forked(&th->fostered);
   thread_heap_stash_drop(th); /* a free fork interrupted may have half changed it */
   thread_heap_stash_retire(th);
   thread_heap_abandon(th);

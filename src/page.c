@@ -105,6 +105,7 @@ void page_init(extent_t *page, unsigned cls) {
   const size_class_t *sc = &mm_size_classes[cls];
   page->size_class = (uint8_t)cls;
   page->flags &= MM_EXTENT_GUARD;
+  page->fostered = 0;
   page->idle = 0;
   page->free = NULL;
   page->local_free = NULL;

@@ -98,7 +98,10 @@ typedef struct extent_s {
   uint8_t size_class;
   uint8_t flags;     /* MM_EXTENT_ZERO, _GUARD, _UNMAPPED, _FORKED, _QUARANTINED, _THP, _FRESH */
   uint8_t idle;      /* PAGE: heartbeats in a row it was seen empty */
-  uint32_t freed_at; /* FREE/CACHED: when it became free, ms */
+  union {
+    uint32_t freed_at; /* FREE/CACHED: when it became free, ms */
+    uint32_t fostered; /* PAGE: 1 on its owner's fostered list (thread_heap.h), else 0 */
+  };
   struct extent_s *next; /* the one list the extent is on (see above) */
   struct extent_s *prev;
   uint32_t dirty;    /* FREE/CACHED: datablocks that may be resident (<= ndatablocks) */

@@ -188,9 +188,21 @@ void remote_free_block(thread_heap_t *th, extent_t *page, block_t *b) {
       remote_push(th, owner, b);
       return;
     }
-    /* Abandoned: adopt it (or find who did) and look again. */
-    if (thread_heap_adopt_page(th, page) < 0)
-      os_fatal("mmalloc: free(): double free of %p\n", (void *)b);
+    /* Abandoned: th adopts it, or frees b into it where it lies
+     * (thread_heap_free_abandoned); a run of MM_ADOPT_FREES frees of its
+     * class into it adopts it too. */
+    unsigned c = page->size_class;
+    bool run = false;
+    if (th->orphan[c].page == page) {
+      run = ++th->orphan[c].frees >= MM_ADOPT_FREES;
+    } else {
+      th->orphan[c].page = page;
+      th->orphan[c].frees = 1;
+    }
+    int done = thread_heap_free_abandoned(th, page, b, run);
+    if (done == 1) return;
+    if (done == 2) th->orphan[c].page = NULL; /* owner == th now: look again */
+    if (done < 0) os_fatal("mmalloc: free(): double free of %p\n", (void *)b);
   }
 }
 
@@ -428,6 +440,7 @@ MM_COLD void remote_heartbeat(thread_heap_t *th, uint32_t now) {
       thread_heap_retire_page(page);
     }
   }
+  thread_heap_fostered_release(th);
   thread_heap_empty_release(th, false);
   thread_heap_stash_beat(th);
   remote_free_chain(th, remote_dead_take(th->local->index, true)); /* try: our lock is held */

@@ -157,6 +157,8 @@ void thread_heap_init_fresh(thread_heap_t *th) {
   for (unsigned k = 0; k < MM_DIRECT_SLOTS; k++) th->direct[k] = &mm_page_empty;
   memset(th->queue, 0, sizeof(th->queue));
   memset(&th->full, 0, sizeof(th->full));
+  memset(&th->fostered, 0, sizeof(th->fostered));
+  memset(th->orphan, 0, sizeof(th->orphan));
   memset(&th->empty, 0, sizeof(th->empty));
   th->empty_bytes = 0;
   th->empty_limit = MM_THREAD_EMPTY_BYTES;
@@ -289,15 +291,25 @@ static bool first_page_trial(void) {
   return !whole;
 }
 
-/* A page of class c for th, holding th's lock, on none of th's lists: an
- * abandoned one (of th's local heap, else of any: a page of a thread that
- * exited, or of an idle thread whose full pages were taken over, is better
- * reused anywhere than left half empty while fresh pages are carved) with
- * a free block, else a fresh one.  Full abandoned pages are not handed
+/* A page of class c for th, holding th's lock, on none of th's lists: one
+ * of th's fostered pages with a free block, or an abandoned one (of th's
+ * local heap, else of any: a page of a thread that exited, or of an idle
+ * thread whose full pages were taken over, is better reused anywhere than
+ * left half empty while fresh pages are carved) with a free block, else a
+ * fresh one.  Full abandoned pages are not handed
  * out: they wait on their list for a free, whose thread adopts them.
  * NULL when there is no memory. */
 extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c) {
   mm_assert_internal(thread_heap_locked(th));
+  /* first a fostered page of class c: th's own already */
+  for (extent_t *page = th->fostered.first; page; page = page->next) {
+    if (page->size_class == c && page_refill(page)) {
+      extent_list_remove(&th->fostered, page);
+      page->fostered = 0;
+      if (unlikely(page->trim_at)) thread_heap_first_page_carved(page);
+      return page;
+    }
+  }
   local_heap_t *h = th->local;
   for (uint32_t i = 0; i < mm_nheaps; i++) {
     if (i && !local_heap_any_abandoned()) break;
@@ -391,30 +403,75 @@ void thread_heap_abandon_page(extent_t *page) {
   local_heap_unlock(h);
 }
 
-/* th (holding its lock) found page without an owner while freeing into it:
- * adopt it into queue[its class].  1: adopted; 0: another thread adopted
- * it first (look again); -1: it is not a page any more (it was retired:
- * the block being freed was freed already). */
-int thread_heap_adopt_page(thread_heap_t *th, extent_t *page) {
+/* th (holding its lock) found page without an owner while freeing b (its
+ * canary set) into it.  th adopts it when th allocates blocks of its class
+ * (a page of the class in th's queue: into that queue), or else when `run`
+ * (th's last frees of the class went into it) or when most of its carved
+ * blocks are in use (onto th's fostered list: its frees take the fast
+ * path, and it goes back at th's next heartbeat): 2, b not freed yet.
+ * Else b goes into the page where it lies, under its home heap's lock, and
+ * the page stays abandoned for a thread that allocates (its free blocks
+ * are many: held by a thread that only frees into it, they would be kept
+ * from every other thread for as long as one block of it lives); an empty
+ * page goes to the page cache: 1.  0: another thread adopted it first
+ * (look again); -1: it is not a page any more (it was retired: the block
+ * being freed was freed already). */
+int thread_heap_free_abandoned(thread_heap_t *th, extent_t *page, block_t *b, bool run) {
   mm_assert_internal(thread_heap_locked(th));
   local_heap_t *h = local_heap_of_extent(page);
-  int got = 0;
+  unsigned c = page->size_class;
+  bool allocates = th->queue[c].first != NULL;
+  int done = 0;
   local_heap_lock(h);
   if (page->kind != MM_EXTENT_PAGE) {
-    got = -1;
-  } else if (page_owner(page) == NULL) {
+    done = -1;
+  } else if (page_owner(page) != NULL) {
+    done = 0;
+  } else if (allocates || run || page->used * 2 >= page->reserved) {
     local_heap_abandoned_remove_locked(h, page);
     page_set_owner(page, th, th->tid);
     h->pages_adopted++;
-    got = 1;
+    done = 2;
+  } else if (page->used == 1) { /* its last block: home to the page cache */
+    local_heap_abandoned_remove_locked(h, page);
+    page->used = 0;
+    page->free = page->local_free = NULL;
+    local_heap_cache_page_locked(h, page);
+    done = 1;
+  } else if (!abandoned_page_adoptable(page)) { /* full: now adoptable, to the front */
+    local_heap_abandoned_remove_locked(h, page);
+    page_push_local(page, b);
+    page->used--;
+    local_heap_abandoned_push_locked(h, page);
+    h->pages_abandoned--; /* the same page, abandoned once */
+    done = 1;
+  } else { /* its place on the list stays right */
+    page_push_local(page, b);
+    page->used--;
+    done = 1;
   }
   local_heap_unlock(h);
-  if (got == 1) {
-    unsigned c = page->size_class;
+  if (done == 2 && allocates) {
     extent_list_push_back(&th->queue[c], page);
     if (th->queue[c].first == page) thread_heap_direct_update(th, c);
+  } else if (done == 2) {
+    page->fostered = 1;
+    extent_list_push_back(&th->fostered, page);
   }
-  return got;
+  return done;
+}
+
+/* th's fostered pages back to their heaps' abandoned lists, where a thread
+ * that allocates blocks of their class adopts them (th's lock held). */
+void thread_heap_fostered_release(thread_heap_t *th) {
+  mm_assert_internal(thread_heap_locked(th));
+  extent_t *page;
+  while ((page = th->fostered.first) != NULL) {
+    extent_list_remove(&th->fostered, page);
+    page->fostered = 0;
+    mm_assert_internal(page->used > 0); /* an empty one left the list (thread_heap_page_empty) */
+    thread_heap_abandon_page(page);
+  }
 }
 
 /* How many bytes of empty pages th may keep now: its own bound, but at
@@ -436,9 +493,10 @@ static size_t empty_cap(const thread_heap_t *th) {
  * alone is over the cap). */
 void thread_heap_page_empty(thread_heap_t *th, extent_t *page) {
   mm_assert_internal(thread_heap_locked(th));
-  extent_list_t *q = &th->queue[page->size_class];
-  if (q->first == page) return;
+  extent_list_t *q = page->fostered ? &th->fostered : &th->queue[page->size_class];
+  if (q->first == page && !page->fostered) return;
   extent_list_remove(q, page);
+  page->fostered = 0;
   uint32_t bytes = block_bytes(page);
   size_t cap = empty_cap(th);
   while (th->empty.last && th->empty_bytes + bytes > cap) {
@@ -723,6 +781,9 @@ static bool list_is_valid(thread_heap_t *th, const extent_list_t *q, unsigned c,
         page_owner(p) != th)
       return heap_bad(why, why_size, th, "list holds a page that is not its own", c, p);
     if (page_is_taken(p)) return heap_bad(why, why_size, th, "page left taken over", c, p);
+    if (p->fostered != (q == &th->fostered))
+      return heap_bad(why, why_size, th, p->fostered ? "fostered page on another list"
+                                                     : "page on the fostered list not marked", c, p);
     if (!page_owner_is(p, th->tid, full))
       return heap_bad(why, why_size, th, full ? "page on the full list not tagged full"
                                                : "page in a queue tagged full or foreign", c, p);
@@ -748,6 +809,7 @@ bool thread_heap_is_valid(thread_heap_t *th, char *why, size_t why_size) {
     if (!list_is_valid(th, q, c, false, true, pass, why, why_size)) return false;
   }
   if (!list_is_valid(th, &th->full, 0, true, true, pass, why, why_size)) return false;
+  if (!list_is_valid(th, &th->fostered, MM_CLASSES, false, true, pass, why, why_size)) return false;
   /* kept pages: no block of theirs can change while they are kept (none is
    * out); their blocks are checked as they go on the list and come off it */
   if (!list_is_valid(th, &th->empty, MM_CLASSES, false, false, pass, why, why_size)) return false;

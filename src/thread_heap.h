@@ -39,7 +39,9 @@
  *         thread_heap_beat (remote.h): take the inbox if lane 0 says so
  *           (remote_take_inbox); every MM_HEARTBEAT_MS remote_heartbeat:
  *           hand over batches, retire idle pages (current or kept
- *           empty), send an unused stash home (thread_heap_stash_beat),
+ *           empty), give fostered pages back
+ *           (thread_heap_fostered_release), send an unused stash home
+ *           (thread_heap_stash_beat),
  *           free what reached dead
  *           heaps' inboxes (remote_dead_take), local_heap_purge_due
  *         n <= 32 KiB: alloc_class
@@ -79,7 +81,11 @@
  *         thread_heap_free_block: remote_free_block (remote.c),
  *         holding the heap's lock:
  *           page ours but full: thread_heap_free_local puts it back in
- *           its queue; page abandoned: thread_heap_adopt_page, then local;
+ *           its queue; page abandoned: thread_heap_free_abandoned
+ *           adopts it (into th's queue if th has a page of its class;
+ *           onto th's fostered list if most of it is in use, or on the
+ *           MM_ADOPT_FREES-th free into it in a row), then local; or
+ *           frees into it where it lies, under its local heap's lock;
  *           page of another thread: remote_push onto its batch
  *
  *   posix_memalign, aligned_alloc, memalign (align > 16)           api.c
@@ -103,7 +109,10 @@
  * queue[c] (pages of class c that may have a free block; direct[] names
  * the first of each small class), `full` (no free block: its tag has
  * MM_OWNER_FULL, so the owner's free misses the fast path and puts it back
- * in its queue) or `empty` (no block in use, not its class's current
+ * in its queue), `fostered` (pages of threads that exited, adopted by
+ * freeing into them, not allocated from; page->fostered says so; they go
+ * back to the abandoned lists at the next heartbeat, mm_collect or exit)
+ * or `empty` (no block in use, not its class's current
  * page: kept, up to the heap's empty_limit (MM_THREAD_EMPTY_BYTES, growing
  * to MM_THREAD_EMPTY_MAX for a thread whose batches need more; less when
  * many threads share MM_THREAD_EMPTY_TOTAL), for the next page this thread needs
@@ -174,6 +183,11 @@ typedef struct thread_heap_s {
   uintptr_t tid;                     /* the owner thread's id (mm_thread_id()) */
   extent_list_t queue[MM_CLASSES];
   extent_list_t full;
+  extent_list_t fostered; /* pages adopted by freeing into them, not allocated from */
+  struct {
+    const extent_t *page; /* the ownerless page of this class th last freed into */
+    uint32_t frees;       /* how many of th's frees in a row went there */
+  } orphan[MM_CLASSES];
   extent_list_t empty;  /* pages with no block in use, kept for reuse, newest first */
   uint32_t empty_bytes; /* their page blocks' bytes, <= MM_THREAD_EMPTY_MAX (and
                            <= empty_limit but just after it fell back) */
@@ -247,7 +261,8 @@ extent_t *thread_heap_new_page(thread_heap_t *th, unsigned c);
 void thread_heap_first_page_carved(extent_t *page);
 void thread_heap_retire_page(extent_t *page);
 void thread_heap_abandon_page(extent_t *page);
-int thread_heap_adopt_page(thread_heap_t *th, extent_t *page);
+int thread_heap_free_abandoned(thread_heap_t *th, extent_t *page, block_t *b, bool run);
+void thread_heap_fostered_release(thread_heap_t *th);
 void thread_heap_page_empty(thread_heap_t *th, extent_t *page);
 /* Every page on th's empty list (all: true), or those that stayed there two
  * heartbeats, home to the page cache (th's lock held). */

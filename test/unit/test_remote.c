@@ -809,7 +809,8 @@ static void check_page(pent_t *pe, const char *when) {
     char why[256];
     if (!page_is_valid(pg, why, sizeof(why))) bad("%s: page_is_valid: %s", when, why);
     unsigned c = pg->size_class;
-    if (owner ? !on_list(&owner->queue[c], pg) && !on_list(&owner->full, pg) : !on_list(&home->abandoned[c], pg))
+    if (owner ? !on_list(&owner->queue[c], pg) && !on_list(&owner->full, pg) && !on_list(&owner->fostered, pg)
+              : !on_list(&home->abandoned[c], pg))
       bad("%s: page %p (owner %p) is not on its owner's lists", when, (void *)pe->start, (void *)owner);
     if (owner && page_is_taken(pg)) bad("%s: page %p left taken", when, (void *)pe->start);
     memset(cnt, 0, pg->reserved);
@@ -1364,7 +1365,7 @@ static void t_dead(uint64_t seed, bool reuse) {
   check_state(ph, false);
   unsigned count[LANES];
   if (!reuse) {
-    b->n = 4; /* into abandoned pages: B adopts them */
+    b->n = 4; /* into abandoned pages, under their heap's lock (t_orphan) */
     run(b, f_free);
   }
   run(b, f_collect); /* B's batch for the dead heap: into its inbox */
@@ -1386,6 +1387,136 @@ static void t_dead(uint64_t seed, bool reuse) {
     if (c->heap == ah) CHECK("dead: C took the inbox it inherited", inbox_count(ah, count) == 0);
     check_state("dead heap reused", false);
   }
+  end_phase(ph);
+}
+
+/* Pages of a thread that exited, and another thread that frees into them
+ * (thread_heap_free_abandoned).  A page with most of its carved blocks
+ * free: the freeing thread's first MM_ADOPT_FREES - 1 frees in a row go
+ * into it where it lies, and it stays abandoned (and adoptable) for a
+ * thread that allocates; the next one adopts it onto the freeing thread's
+ * fostered list, whose mm_collect gives it back; then a thread that
+ * allocates blocks of its class adopts it.  A page with most of its blocks
+ * in use is adopted (fostered) on the first free, and the freeing thread's
+ * first malloc of its class takes it into its queue; a thread with a page
+ * of the class in its queue adopts any into that queue. */
+static void t_orphan(uint64_t seed) {
+  const char *ph = "ownerless page";
+  model_reset();
+  int cpu = first_cpu(); /* A and C in one local heap: C looks there first */
+  worker_t *a = &W[WA], *b = &W[WB], *c = &W[WC];
+  worker_start(WA, cpu, seed);
+  worker_start(WB, -1, seed * 7);
+  /* a sparse page: 128 blocks carved, 48 in use (an anchor and 47 held) */
+  a->size = 64;
+  a->n = 128;
+  run(a, f_alloc);
+  a->n = 80;
+  a->ordered = 1;
+  run(a, f_free);
+  a->ordered = 0;
+  extent_t *pg = page_of_block((void *)a->held[0]);
+  int on_pg = 0;
+  for (int i = 0; i < a->nheld; i++) on_pg += page_of_block((void *)a->held[i]) == pg;
+  CHECK("orphan: A's blocks share one page, a third of it in use",
+        on_pg == a->nheld && a->nheld == 47 && pg->used == 48 && pg->reserved == 128);
+  worker_stop(a); /* A exits: its page is abandoned */
+  orphans_to(a, b);
+  local_heap_t *home = local_heap_of_extent(pg);
+  unsigned cls = pg->size_class;
+  CHECK("orphan: A's page is abandoned", page_owner(pg) == NULL && on_list(&home->abandoned[cls], pg));
+  uint32_t used = pg->used;
+  b->n = MM_ADOPT_FREES - 1;
+  b->ordered = 1; /* A's held blocks first (orphans_to put them in front) */
+  b->calm = 1;    /* no heartbeat: it would give a fostered page back */
+  run(b, f_free);
+  CHECK("orphan: B's first frees leave the sparse page abandoned, their blocks on it",
+        page_owner(pg) == NULL && on_list(&home->abandoned[cls], pg) &&
+            pg->used == used - (MM_ADOPT_FREES - 1) && pg->local_free != NULL);
+  CHECK("orphan: the page is adoptable, first on its list",
+        home->abandoned[cls].first == pg && local_heap_has_abandoned(home, cls));
+  check_state(ph, false);
+  b->n = 1;
+  run(b, f_free);
+  CHECK("orphan: B's MM_ADOPT_FREES-th free in a row adopts it, onto its fostered list",
+        page_owner(pg) == b->heap && on_list(&b->heap->fostered, pg) && pg->fostered == 1 &&
+            pg->used == used - MM_ADOPT_FREES);
+  check_state(ph, false);
+  run(b, f_collect);
+  CHECK("orphan: B's mm_collect gives the fostered page back",
+        page_owner(pg) == NULL && on_list(&home->abandoned[cls], pg) && !on_list(&b->heap->fostered, pg));
+  check_state(ph, false);
+  worker_start(WC, cpu, seed * 11);
+  c->n = 1;
+  c->size = 64;
+  run(c, f_alloc);
+  c->size = 0;
+  CHECK("orphan: a thread that allocates blocks of its class adopts it",
+        page_owner(pg) == c->heap && c->nheld + c->nanch == 1 &&
+            page_of_block((void *)(c->nheld ? c->held[0] : c->anch[0])) == pg);
+  check_state(ph, false);
+  /* a dense page (96-byte blocks: 42 carved, 40 in use), freed into by B,
+   * which has no page of its class */
+  worker_start(WA, cpu, seed * 13);
+  a->size = 96;
+  a->n = 40;
+  run(a, f_alloc);
+  extent_t *dense = page_of_block((void *)a->held[0]);
+  CHECK("orphan: most of the second page is in use", dense->used * 2 >= dense->reserved);
+  worker_stop(a);
+  int keep = b->nheld;
+  orphans_to(a, b);
+  for (int i = keep; i < b->nheld; i++) { /* one of the dense page's to the front */
+    if (page_of_block((void *)b->held[i]) == dense) {
+      uintptr_t t = b->held[0];
+      b->held[0] = b->held[i];
+      b->held[i] = t;
+      break;
+    }
+  }
+  CHECK("orphan: B has no page of the dense page's class", !b->heap->queue[dense->size_class].first);
+  run(b, f_free); /* b->n == 1, ordered */
+  CHECK("orphan: B's first free into the dense page adopts it, onto its fostered list",
+        page_owner(dense) == b->heap && on_list(&b->heap->fostered, dense));
+  check_state(ph, false);
+  b->size = 96; /* B's first block of the class: from its fostered page */
+  run(b, f_alloc);
+  b->size = 0;
+  CHECK("orphan: B's first malloc of the class takes its fostered page into its queue",
+        page_owner(dense) == b->heap && !on_list(&b->heap->fostered, dense) && !dense->fostered &&
+            b->heap->queue[dense->size_class].first == dense);
+  check_state(ph, false);
+  /* a sparse page of a class B allocates: adopted into B's queue */
+  b->size = 128;
+  run(b, f_alloc);
+  b->size = 0;
+  worker_start(WA, cpu, seed * 17);
+  a->size = 128;
+  a->n = 100;
+  run(a, f_alloc);
+  a->n = 80;
+  a->ordered = 1;
+  run(a, f_free);
+  a->ordered = 0;
+  extent_t *mine = page_of_block((void *)a->held[0]);
+  CHECK("orphan: the third page is sparse", mine->used * 2 < mine->reserved);
+  worker_stop(a);
+  keep = b->nheld;
+  orphans_to(a, b);
+  for (int i = keep; i < b->nheld; i++) {
+    if (page_of_block((void *)b->held[i]) == mine) {
+      uintptr_t t = b->held[0];
+      b->held[0] = b->held[i];
+      b->held[i] = t;
+      break;
+    }
+  }
+  run(b, f_free);
+  b->ordered = 0;
+  b->calm = 0;
+  CHECK("orphan: B, which allocates its class, adopts the sparse page into its queue",
+        page_owner(mine) == b->heap && on_list(&b->heap->queue[mine->size_class], mine) && !mine->fostered);
+  check_state(ph, false);
   end_phase(ph);
 }
 
@@ -1602,6 +1733,7 @@ int main(int argc, char **argv) {
   fprintf(stderr, "take-over: done (%u ms)\n", os_now_ms() - t_start);
   t_dead(seed, false);
   t_dead(seed, true);
+  t_orphan(seed);
   fprintf(stderr, "dead heaps: done (%u ms)\n", os_now_ms() - t_start);
   t_census_live();
   CHECK("no failure in the fixed phases", check_failures == 0);
