@@ -90,6 +90,10 @@ void *thread_heap_alloc_big(thread_heap_t *th, size_t size, size_t align, bool z
   }
   if (size >= MM_HUGE_MIN || align > MM_SLOT_SIZE / 8 || (room && size >= MM_GROW_MAP_MIN))
     return local_heap_alloc_huge(th->local, size, align, zero, room);
+  if (size >= MM_GROW_MAP_MIN) { /* resident memory of a freed huge block first */
+    void *p = local_heap_alloc_huge_cached(th->local, size, align, zero);
+    if (p) return p;
+  }
   return local_heap_alloc_large(th->local, size, align, zero);
 }
 

@@ -90,6 +90,12 @@
  * resident pages behind it, as room to grow into, up to this many times its
  * size; a larger cached mapping is left for a larger block. */
 #define MM_HUGE_KEEP 64
+/* A block of MM_GROW_MAP_MIN or more below MM_HUGE_MIN takes the head of a
+ * freed huge mapping of the huge cache with at most this many times its
+ * size (the rest given back) instead of fresh memory of a slot: a program
+ * that frees a 50 MiB buffer and then needs two of 25 MiB holds 50 MiB,
+ * not 100, and faults in half. */
+#define MM_HUGE_REUSE_ROOM 4
 
 /* Local heaps: at most this many (MMALLOC_HEAPS is clamped to it). */
 #define MM_MAX_HEAPS 512

@@ -16,7 +16,10 @@
  * in the free): a new block takes the
  * mapping's head (a block that is not growing gives the rest back), and a
  * growing huge block that outgrows its own mapping moves onto it by mremap
- * (its pages replace the cached head, the cached tail is its new end).
+ * (its pages replace the cached head, the cached tail is its new end).  A
+ * block below MM_HUGE_MIN (from MM_GROW_MAP_MIN) takes such a head too,
+ * from a mapping at most MM_HUGE_REUSE_ROOM times its size, and is then a
+ * huge block itself.
  *
  * Invariants: a LARGE extent is on no list; huge_cache holds at most
  * MM_HUGE_CACHE_MAX CACHED huge mappings of this heap, newest first;
@@ -325,15 +328,17 @@ static size_t huge_room_of(const extent_t *e) {
  * fresh mapping is; a reused one is purged first).  growing: realloc is
  * moving a growing block here; a reused mapping then keeps its resident
  * pages behind the block (up to MM_HUGE_KEEP times its size) as room to
- * grow into, where a block that is not growing gives them back.  The
- * mapping is this thread's alone until it returns it: region calls need no
- * lock. */
-void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero, bool growing) {
+ * grow into, where a block that is not growing gives them back.  A cached
+ * mapping is taken only with at most max_room bytes of room; without one,
+ * a fresh mapping if may_map, else NULL.  The mapping is this thread's
+ * alone until it returns it: region calls need no lock. */
+static void *alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero, bool growing,
+                        size_t max_room, bool may_map) {
   if (align < MM_DATABLOCK_SIZE) align = MM_DATABLOCK_SIZE;
   extent_t *e = NULL;
   if (atomic_load_relaxed(&h->xhuge_cached)) {
     local_heap_lock(h);
-    e = huge_cache_take(h, size, align, 0, growing ? huge_keep_limit(size) : SIZE_MAX);
+    e = huge_cache_take(h, size, align, 0, max_room);
     local_heap_unlock(h);
     if (e) {
       extent_t *r = region_huge_resize(e, size, growing);
@@ -352,6 +357,7 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zer
     }
   }
   bool fresh = !e;
+  if (!e && !may_map) return NULL;
   if (!e) e = region_huge_new(h->index, size, align);
   if (!e && errno == ENOMEM && pressure_relieve(NULL)) e = region_huge_new(h->index, size, align);
   if (!e) return NULL;
@@ -365,6 +371,16 @@ void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zer
   local_heap_unlock(h);
   if (fresh) purger_grew(e->node.ndatablocks << MM_DATABLOCK_SHIFT);
   return (void *)e->node.start;
+}
+
+void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero, bool growing) {
+  return alloc_huge(h, size, align, zero, growing, growing ? huge_keep_limit(size) : SIZE_MAX, true);
+}
+
+void *local_heap_alloc_huge_cached(local_heap_t *h, size_t size, size_t align, bool zero) {
+  if (!atomic_load_relaxed(&h->xhuge_cached)) return NULL;
+  size_t max_room = size <= SIZE_MAX / MM_HUGE_REUSE_ROOM ? size * MM_HUGE_REUSE_ROOM : SIZE_MAX;
+  return alloc_huge(h, size, align, zero, false, max_room, false);
 }
 
 /* A freed huge block goes to its heap's cache (the oldest entry is unmapped

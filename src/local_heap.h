@@ -216,6 +216,10 @@ void local_heap_free_large(extent_t *e, bool purge);
 void local_heap_huge_cache_stats(uint64_t *limit, uint64_t *cached, uint64_t *over_limit);
 bool local_heap_resize_large(extent_t *e, size_t size);
 void *local_heap_alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero, bool growing);
+/* A huge block of size bytes (below MM_HUGE_MIN too) on the head of a
+ * cached huge mapping of at most MM_HUGE_REUSE_ROOM times size, the rest
+ * given back; NULL if the heap's huge cache has none. */
+void *local_heap_alloc_huge_cached(local_heap_t *h, size_t size, size_t align, bool zero);
 void local_heap_free_huge(extent_t *e);
 extent_t *local_heap_resize_huge(extent_t *e, size_t size);
 

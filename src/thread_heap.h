@@ -49,8 +49,10 @@
  *             or move to the full list; none left: thread_heap_new_page
  *             (adopt an abandoned page, take a kept page of its class
  *             (or size) off the empty list, or local_heap_take_page_block)
- *         else thread_heap_alloc_big: local_heap_alloc_large or
- *             local_heap_alloc_huge, after the lock is released
+ *         else thread_heap_alloc_big: local_heap_alloc_large (from
+ *             1 MiB local_heap_alloc_huge_cached first: a freed huge
+ *             mapping's head) or local_heap_alloc_huge, after the lock is
+ *             released
  *
  *   free(p)
  *   └ thread_heap_free_fast                     MM_FAST_PATH, this file
