@@ -1390,6 +1390,33 @@ static void t_dead(uint64_t seed, bool reuse) {
   end_phase(ph);
 }
 
+/* w allocates n blocks of size bytes, then frees the first `freed` of
+ * them: the page of the first one left, mostly free. */
+static extent_t *alloc_then_free(worker_t *w, size_t size, int n, int freed) {
+  w->size = size;
+  w->n = n;
+  run(w, f_alloc);
+  w->n = freed;
+  w->ordered = 1;
+  run(w, f_free);
+  w->ordered = 0;
+  w->size = 0;
+  return page_of_block((void *)w->held[0]);
+}
+
+/* One of w's blocks at or after held[from] that lies in pg to held[0]
+ * (an ordered free takes it first). */
+static void held_to_front(worker_t *w, int from, const extent_t *pg) {
+  for (int i = from; i < w->nheld; i++) {
+    if (page_of_block((void *)w->held[i]) == pg) {
+      uintptr_t t = w->held[0];
+      w->held[0] = w->held[i];
+      w->held[i] = t;
+      return;
+    }
+  }
+}
+
 /* Pages of a thread that exited, and another thread that frees into them
  * (thread_heap_free_abandoned).  A page with most of its carved blocks
  * free: the freeing thread's first MM_ADOPT_FREES - 1 frees in a row go
@@ -1408,14 +1435,7 @@ static void t_orphan(uint64_t seed) {
   worker_start(WA, cpu, seed);
   worker_start(WB, -1, seed * 7);
   /* a sparse page: 128 blocks carved, 48 in use (an anchor and 47 held) */
-  a->size = 64;
-  a->n = 128;
-  run(a, f_alloc);
-  a->n = 80;
-  a->ordered = 1;
-  run(a, f_free);
-  a->ordered = 0;
-  extent_t *pg = page_of_block((void *)a->held[0]);
+  extent_t *pg = alloc_then_free(a, 64, 128, 80);
   int on_pg = 0;
   for (int i = 0; i < a->nheld; i++) on_pg += page_of_block((void *)a->held[i]) == pg;
   CHECK("orphan: A's blocks share one page, a third of it in use",
@@ -1466,14 +1486,7 @@ static void t_orphan(uint64_t seed) {
   worker_stop(a);
   int keep = b->nheld;
   orphans_to(a, b);
-  for (int i = keep; i < b->nheld; i++) { /* one of the dense page's to the front */
-    if (page_of_block((void *)b->held[i]) == dense) {
-      uintptr_t t = b->held[0];
-      b->held[0] = b->held[i];
-      b->held[i] = t;
-      break;
-    }
-  }
+  held_to_front(b, keep, dense);
   CHECK("orphan: B has no page of the dense page's class", !b->heap->queue[dense->size_class].first);
   run(b, f_free); /* b->n == 1, ordered */
   CHECK("orphan: B's first free into the dense page adopts it, onto its fostered list",
@@ -1491,26 +1504,12 @@ static void t_orphan(uint64_t seed) {
   run(b, f_alloc);
   b->size = 0;
   worker_start(WA, cpu, seed * 17);
-  a->size = 128;
-  a->n = 100;
-  run(a, f_alloc);
-  a->n = 80;
-  a->ordered = 1;
-  run(a, f_free);
-  a->ordered = 0;
-  extent_t *mine = page_of_block((void *)a->held[0]);
+  extent_t *mine = alloc_then_free(a, 128, 100, 80);
   CHECK("orphan: the third page is sparse", mine->used * 2 < mine->reserved);
   worker_stop(a);
   keep = b->nheld;
   orphans_to(a, b);
-  for (int i = keep; i < b->nheld; i++) {
-    if (page_of_block((void *)b->held[i]) == mine) {
-      uintptr_t t = b->held[0];
-      b->held[0] = b->held[i];
-      b->held[i] = t;
-      break;
-    }
-  }
+  held_to_front(b, keep, mine);
   run(b, f_free);
   b->ordered = 0;
   b->calm = 0;
