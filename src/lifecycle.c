@@ -7,9 +7,10 @@
  * Thread exit (a pthread key destructor) and fork (in the child, for every
  * other thread's heap): thread_heap_abandon gives empty pages back and
  * parks the others in their home local heap, where allocating threads of
- * that heap adopt them (a thread freeing into one adopts it only after a
- * run of such frees, remote.c); the heap
- * becomes dead and waits in its registry for the next thread.
+ * that heap adopt them (a thread freeing into one adopts it only when it
+ * allocates that class, most of the page is in use or a run of its frees
+ * goes there: thread_heap_free_abandoned); the heap becomes dead and waits
+ * in its registry for the next thread.
  *
  * Fork.  The child has one thread, a copy of the forking one.  Before the
  * fork (fork_prepare) the forking thread takes every lock the allocator
