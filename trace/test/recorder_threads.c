@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,11 +96,36 @@ static int child(void) {
   return 0;
 }
 
+/* Remove BASE.* left by earlier runs.  The child writes BASE.<its pid>,
+ * or BASE.<pid>.1 when that name exists (the recorder never overwrites a
+ * trace), and process ids wrap (at 32768 on many machines): an earlier
+ * run's file of the same pid would be read back instead of this run's. */
+static void remove_old_traces(const char *base) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", base);
+  char *slash = strrchr(dir, '/');
+  const char *name = slash ? slash + 1 : base;
+  if (slash) *slash = 0;
+  else snprintf(dir, sizeof dir, ".");
+  size_t len = strlen(name);
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *ent; (ent = readdir(d)) != NULL;) {
+    if (strncmp(ent->d_name, name, len) == 0 && ent->d_name[len] == '.') {
+      char path[8400];
+      snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+      unlink(path);
+    }
+  }
+  closedir(d);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || !getenv("MMTRACE_OUT") || strcmp(getenv("MMTRACE_OUT"), argv[1]) != 0) {
     fprintf(stderr, "usage: MMTRACE_OUT=BASE recorder_threads BASE\n");
     return 2;
   }
+  remove_old_traces(argv[1]);
   pid_t pid = fork();
   if (pid == 0) exit(child());
   int st;
