@@ -180,7 +180,7 @@ void *thread_heap_malloc_medium(thread_heap_t *th, size_t size) {
   return thread_heap_malloc_slow(th, size);
 }
 
-/* A medium block this thread freed (its stash, thread_heap.c: never
+/* A medium block this thread freed (its stash, stash.c: never
  * filled for an empty heap or in the checked modes), of the datablocks
  * size needs, counted as a slow call; else on to the slow path, which
  * counts the call itself: a medium size the stash has none of (that sent

@@ -63,7 +63,7 @@
  *   page         size_class.h page.h                 size_class.c page.c
  *   pool         pool.h, pool_parts.h                pool.c pool_quarantine.c heap.c
  *                (the second private to the layer)
- *   thread heap  thread_heap.h                       thread_heap.c
+ *   thread heap  thread_heap.h                       thread_heap.c stash.c
  *   remote       remote.h                            remote.c
  *   slow paths   (declared in thread_heap.h)         alloc.c free.c realloc.c lifecycle.c
  *   api          stats.h (and include/mmalloc.h)     api.c override.c stats.c

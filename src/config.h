@@ -199,7 +199,7 @@
  * threads; 64 KiB each at 1024). */
 #define MM_THREAD_EMPTY_TOTAL ((size_t)64 << 20)
 /* Medium blocks (above MM_SMALL_MAX, up to MM_MEDIUM_DATABLOCKS) a thread
- * freed, kept by it (the stash, thread_heap.c) for its next malloc of the
+ * freed, kept by it (the stash, stash.c) for its next malloc of the
  * same datablocks: a thread that allocates and frees such blocks (zlib's
  * four 64 KiB deflate buffers per call, an I/O buffer) skips its local
  * heap's lock both ways.  At most this many, and this many bytes (four of

@@ -209,7 +209,7 @@ typedef struct thread_heap_s {
   uint32_t last_beat_ms;
   uint64_t classes_paged; /* bit c: this heap has taken a page block for class c */
   /* The stash: medium blocks this thread freed, oldest first, for its next
-   * malloc of their datablocks (owner only, no lock; thread_heap.c) */
+   * malloc of their datablocks (owner only, no lock; stash.c) */
   extent_t *stash[MM_THREAD_STASH];
   uint32_t stash_count;
   uint32_t stash_takes; /* blocks taken from it since the last heartbeat */
@@ -254,6 +254,8 @@ void thread_heap_mark_dead(thread_heap_t *th);
 void thread_heap_counts(uint32_t heap, uint64_t *live, uint64_t *dead);
 bool thread_heap_foreach_dead(uint32_t heap, bool try, void (*visit)(thread_heap_t *, void *),
                               void *arg);
+void thread_heap_foreach_live(uint32_t heap, void (*visit)(thread_heap_t *, void *), void *arg);
+uint32_t thread_heap_live_count(void);
 void thread_heap_registry_lock_all(void);
 void thread_heap_registry_unlock_all(void);
 void thread_heap_registry_reinit_all(void);
@@ -285,7 +287,7 @@ typedef struct thread_heap_census_s {
 } thread_heap_census_t;
 void thread_heap_census(uint32_t heap, thread_heap_census_t *c);
 bool thread_heap_census_is_valid(char *why, size_t why_size);
-/* the stash (thread_heap.c): a freed medium block kept by the thread that
+/* the stash (stash.c): a freed medium block kept by the thread that
  * frees it.  Its mark is the canary of a free small block (its first
  * bytes read as a block_t), written when it goes in and cleared when it
  * comes out, so that free, realloc and malloc_usable_size report a second
@@ -302,6 +304,7 @@ void *thread_heap_malloc_stashed(thread_heap_t *th, size_t size);
 void *thread_heap_stash_alloc(thread_heap_t *th, size_t size, bool zero);
 bool thread_heap_stash_put_slow(thread_heap_t *th, extent_t *e);
 void *thread_heap_stash_miss(thread_heap_t *th);
+void thread_heap_stash_init(thread_heap_t *th);
 void thread_heap_stash_flush(thread_heap_t *th);
 void thread_heap_stash_drop(thread_heap_t *th);
 void thread_heap_stash_beat(thread_heap_t *th);
