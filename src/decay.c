@@ -170,6 +170,29 @@ void local_heap_purge(local_heap_t *h, bool force) {
                        w.dirty_left ? ((uint64_t)1 << 32) | (w.now + w.delay) : 0);
 }
 
+/* The free extents of MM_GROWTH_PURGE_MIN datablocks or more that hold
+ * that much dirty memory, from the highest address down (first fit reuses
+ * the lowest first), each tree in turn, until as much as the block took
+ * is given back.  A heap with less dirty memory in all has nothing to look
+ * for; the tree's maxima keep the search to the big extents. */
+void decay_give_back_for_growth(local_heap_t *h, size_t fresh) {
+  mm_assert_internal(local_heap_locked(h));
+  if (fresh < MM_GROWTH_PURGE_MIN || h->dirty_datablocks < MM_GROWTH_PURGE_MIN) return;
+  size_t given = 0;
+  for (int t = 0; t < MM_TREES && given < fresh; t++) {
+    itree_t *tree = &h->trees[t];
+    for (itree_node_t *node = interval_tree_prev_fit(tree, UINTPTR_MAX, MM_GROWTH_PURGE_MIN);
+         node && given < fresh; node = interval_tree_prev_fit(tree, node->start, MM_GROWTH_PURGE_MIN)) {
+      extent_t *e = extent_of_node(node);
+      size_t dirty = e->dirty;
+      if (dirty < MM_GROWTH_PURGE_MIN || (e->flags & MM_EXTENT_UNMAPPED)) continue;
+      if (!decay_purge_extent(h, e)) return; /* the OS refused: the delay's purge tries again */
+      given += dirty;
+      h->growth_purges++;
+    }
+  }
+}
+
 /* The cgroup's memory usage is near its limit: every heap gives back all
  * its free memory now, due or not (its lock taken in turn; the caller
  * holds no local heap lock). */

@@ -371,7 +371,7 @@ static bool extent_commit(slot_t *slot, uintptr_t start, size_t n) {
  * free space (the lowest extent that fits: first fit) and committed.  Lock
  * held.  NULL with errno ENOMEM when there is no address space or commit
  * charge. */
-extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks) {
+extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks, size_t *fresh) {
   mm_assert_internal(local_heap_locked(h));
   size_t need = n + align_datablocks - 1;
   if (need > region_slot_data_datablocks()) {
@@ -431,8 +431,12 @@ extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks
       errno = ENOMEM;
       return NULL;
     }
+    size_t resident = f->flags & MM_EXTENT_UNMAPPED ? 0 : f->dirty; /* at most */
     extent_t *e = extent_carve(h, f, off, n);
-    if (e) return e;
+    if (e) {
+      if (fresh) *fresh = n > resident ? n - resident : 0;
+      return e;
+    }
     if (f->flags & MM_EXTENT_UNMAPPED)
       os_release((void *)(f->node.start + (off << MM_DATABLOCK_SHIFT)), n << MM_DATABLOCK_SHIFT);
     /* This slot is out of descriptors: take a fresh slot and retry there. */

@@ -413,6 +413,29 @@ itree_node_t *interval_tree_first_fit(const itree_t *t, size_t n) {
   return NULL; /* only on a corrupt maximum */
 }
 
+/* The highest node below `before` that fits in cur's subtree: nodes at or
+ * above `before` send the search left; below it, the right subtree (higher
+ * addresses) is asked first, then the node, then the left subtree.  A
+ * subtree whose maximum is below n is never entered, so a search visits
+ * O(log^2 n) nodes. */
+static itree_node_t *prev_fit_below(itree_node_t *cur, uintptr_t before, size_t n) {
+  while (cur && cur->max_ndatablocks >= n) {
+    if (cur->start >= before) {
+      cur = cur->left;
+      continue;
+    }
+    itree_node_t *right = prev_fit_below(cur->right, before, n);
+    if (right) return right;
+    if (cur->ndatablocks >= n) return cur;
+    cur = cur->left;
+  }
+  return NULL;
+}
+
+itree_node_t *interval_tree_prev_fit(const itree_t *t, uintptr_t before, size_t n) {
+  return prev_fit_below(t->root, before, n);
+}
+
 /* The same descent as first fit, asking for the root's maximum: the
  * lowest-addressed node among equals. */
 itree_node_t *interval_tree_largest(const itree_t *t) {

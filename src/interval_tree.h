@@ -10,6 +10,10 @@
  *   - the lowest-addressed extent with at least n datablocks (first fit) is found
  *     in O(log n) by descending towards the leftmost subtree whose maximum
  *     is large enough;
+ *   - the extents of at least n datablocks below an address are found one
+ *     by one, from the top down, in O(log^2 n) each, subtrees too small
+ *     skipped (prev_fit: the purge that a big block's growth makes,
+ *     decay.c);
  *   - insert, remove and resize are O(log n) and keep the maxima exact.
  * Nodes are embedded in the caller's extent descriptors; the tree never
  * allocates.  Coalescing with neighbours is the caller's job (it finds them
@@ -60,6 +64,11 @@ void interval_tree_resize(itree_t *t, itree_node_t *node, uintptr_t new_start,
 
 /* Lowest-addressed node with ndatablocks >= n, or NULL. */
 itree_node_t *interval_tree_first_fit(const itree_t *t, size_t n);
+
+/* Highest-addressed node starting below `before` with ndatablocks >= n, or
+ * NULL: the fits from the top down, one call each (before = the previous
+ * one's start; UINTPTR_MAX for the first). */
+itree_node_t *interval_tree_prev_fit(const itree_t *t, uintptr_t before, size_t n);
 
 /* The node with the most datablocks (lowest address among equals), or NULL. */
 itree_node_t *interval_tree_largest(const itree_t *t);

@@ -89,7 +89,8 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
   int tree = n <= MM_MEDIUM_DATABLOCKS ? MM_TREE_MEDIUM : MM_TREE_MAIN;
   extent_t *e = tree == MM_TREE_MEDIUM && align_datablocks == 1 ? medium_cache_take(h, n) : NULL;
   bool cached = e != NULL; /* its map's ends still name it */
-  if (!e) e = extent_alloc(h, tree, n, align_datablocks);
+  size_t fresh = 0;
+  if (!e) e = extent_alloc(h, tree, n, align_datablocks, &fresh);
   if (e) {
     e->kind = MM_EXTENT_LARGE;
     if (!cached) region_map_ends(e);
@@ -103,6 +104,7 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
       if (was_zero) e->flags |= MM_EXTENT_ZERO;
       h->large_allocs++;
       h->large_live_bytes += n << MM_DATABLOCK_SHIFT;
+      if (fresh) decay_give_back_for_growth(h, fresh);
     }
   }
   local_heap_check(h);
@@ -368,6 +370,7 @@ static void *alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero, b
   h->huge_allocs++;
   h->huge_live_bytes += e->node.ndatablocks << MM_DATABLOCK_SHIFT;
   h->huge_room_datablocks += room;
+  if (fresh) decay_give_back_for_growth(h, e->node.ndatablocks);
   local_heap_unlock(h);
   if (fresh) purger_grew(e->node.ndatablocks << MM_DATABLOCK_SHIFT);
   return (void *)e->node.start;

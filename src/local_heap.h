@@ -101,6 +101,7 @@ typedef struct local_heap_s {
   uint64_t purged_bytes, purges;
   uint64_t returned_bytes;  /* dirty bytes given back to the OS (purged or unmapped) */
   uint64_t pressure_purges; /* purges forced by the cgroup's memory limit */
+  uint64_t growth_purges;   /* free extents given back early for big blocks' fresh memory */
   uint64_t pages_out, pages_back;
   uint64_t lent_blocks, lent_bytes; /* page blocks out as POOL extents (pool.h) */
   uint64_t huge_allocs, huge_live_bytes;

@@ -31,8 +31,10 @@ MM_INLINE itree_t *tree_of(local_heap_t *h, const extent_t *e) {
 extent_t *extent_insert_free(local_heap_t *h, extent_t *e);
 /* An extent of n datablocks aligned to align_datablocks, carved from h's
  * free space in tree t (MM_TREE_MAIN or MM_TREE_MEDIUM: its slots) and
- * committed; NULL with errno ENOMEM. */
-extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks);
+ * committed; NULL with errno ENOMEM.  *fresh (if fresh is not NULL): how
+ * many of its datablocks were certainly not resident (fresh memory the
+ * block will fault in): n less the free extent's dirty count. */
+extent_t *extent_alloc(local_heap_t *h, int t, size_t n, size_t align_datablocks, size_t *fresh);
 /* Make [end, end + more datablocks) of the free extent r usable by a block
  * growing into it. */
 bool extent_grow_commit(slot_t *slot, extent_t *r, uintptr_t end, size_t more);
@@ -65,6 +67,11 @@ bool decay_purge_extent(local_heap_t *h, extent_t *e);
 bool decay_due(const extent_t *e, uint32_t now);
 /* Something was freed at freed_at: make sure a purge is scheduled. */
 void decay_schedule(local_heap_t *h, uint32_t freed_at);
+/* A big block of h just took `fresh` datablocks of memory that was not
+ * resident: if that is MM_GROWTH_PURGE_MIN or more, give back as much of
+ * h's free resident memory now (or all it has in free extents of that many
+ * datablocks or more), instead of after the purge delay.  Lock held. */
+void decay_give_back_for_growth(local_heap_t *h, size_t fresh);
 
 /* ---- purger.c ------------------------------------------------------------------- */
 /* The heaps took `bytes` more from the OS (slot memory committed, a huge

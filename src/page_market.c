@@ -98,7 +98,7 @@ extent_t *local_heap_take_page_block(local_heap_t *h, size_t ndatablocks, size_t
   if (e) {
     page_block_trim(h, e, keep_bytes); /* a cached block: it was a page, and resident */
   } else {
-    e = extent_alloc(h, MM_TREE_MAIN, n, align);
+    e = extent_alloc(h, MM_TREE_MAIN, n, align, NULL);
     if (e) {
       if (!(e->flags & MM_EXTENT_ZERO)) page_block_trim(h, e, keep_bytes);
       e->kind = MM_EXTENT_PAGE;

@@ -20,7 +20,7 @@ typedef struct heap_stats_s {
   uint64_t cached_bytes, abandoned_pages, large_allocs, large_frees, large_live;
   uint64_t huge_allocs, huge_live, realloc_in_place, realloc_remapped, purged, purges;
   uint64_t pages_out, pages_back, threads_live, threads_dead, pages_taken_over;
-  uint64_t pages, pages_lost, pressure_purges;
+  uint64_t pages, pages_lost, pressure_purges, growth_purges;
   /* the memory picture (docs/statistics.md): live, resident, returned */
   uint64_t live, small_live, resident, free_resident, page_slack, metadata, returned;
   uint64_t empty_pages; /* part of page_slack: pages of small objects, no block in use, owned */
@@ -104,6 +104,7 @@ static void heap_stats_read(local_heap_t *h, heap_stats_t *s) {
   s->purged = h->purged_bytes;
   s->purges = h->purges;
   s->pressure_purges = h->pressure_purges;
+  s->growth_purges = h->growth_purges;
   s->pages_out = h->pages_out;
   s->pages_back = h->pages_back;
   s->lent = h->lent_bytes;
@@ -169,7 +170,7 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       "\"large_live_bytes\":%lu,\"huge_allocs\":%lu,\"huge_live_bytes\":%lu,"
       "\"realloc_in_place\":%lu,\"realloc_remapped\":%lu,\"purged_bytes\":%lu,\"purges\":%lu,"
       "\"pages_out\":%lu,\"pages_back\":%lu,\"threads_live\":%lu,\"threads_dead\":%lu,"
-      "\"pages_taken_over\":%lu,\"pages\":%lu,\"pages_lost\":%lu,\"pressure_purges\":%lu,"
+      "\"pages_taken_over\":%lu,\"pages\":%lu,\"pages_lost\":%lu,\"pressure_purges\":%lu,\"growth_purges\":%lu,"
       "\"live_bytes\":%lu,\"small_live_bytes\":%lu,\"resident_bytes\":%lu,"
       "\"overhead_bytes\":%lu,\"free_resident_bytes\":%lu,\"page_slack_bytes\":%lu,"
       "\"empty_page_bytes\":%lu,"
@@ -181,7 +182,7 @@ static void out_heap(out_t *o, const heap_stats_t *s) {
       s->cached_bytes, s->abandoned_pages, s->large_allocs, s->large_frees, s->large_live,
       s->huge_allocs, s->huge_live, s->realloc_in_place, s->realloc_remapped, s->purged, s->purges, s->pages_out,
       s->pages_back, s->threads_live, s->threads_dead, s->pages_taken_over, s->pages,
-      s->pages_lost, s->pressure_purges, s->live, s->small_live, s->resident,
+      s->pages_lost, s->pressure_purges, s->growth_purges, s->live, s->small_live, s->resident,
       s->resident - s->live, s->free_resident, s->page_slack, s->empty_pages, s->metadata,
       s->huge_cached,
       s->huge_room, s->returned, s->lent, s->lock_acquisitions, s->lock_waits, s->lock_try_failures,

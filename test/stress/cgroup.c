@@ -8,7 +8,7 @@
  *        cgroup real MIB [1]  run inside a real cgroup whose memory limit
  *                           is MIB MiB (test/stress/cgroup_real.sh makes
  *                           one): memory freed far from the limit comes back
- *                           at once when huge blocks bring the usage near it;
+ *                           at once when mappings of its own bring the usage near it;
  *                           with 1, the cgroup has a quota of one CPU and
  *                           mmalloc must make one heap
  *        cgroup CHILD-MODE  what `fake` runs (below)
@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -264,9 +265,11 @@ static int fake(const char *self) {
 /* Inside a real cgroup with a memory limit of mib MiB and, if quota, a CPU
  * quota of one CPU (cgroup_real.sh).  A first phase allocates and frees 60%
  * of the limit (far from it: the memory waits for the 60 s delay); a second
- * phase allocates 40 MiB huge blocks (their own mappings: they cannot reuse
- * the first phase's memory) up to about 93% of the limit, which must make
- * the first phase's memory come back at once. */
+ * phase writes 40 MiB mappings of its own (memory the allocator does not
+ * see, as a file cache or another allocator would take; the allocator's
+ * own big blocks would make it give back as much at once, decay.c) up to
+ * about 93% of the limit, which must make the first phase's memory come
+ * back at once, on the next allocator calls. */
 static int real(long mib, bool quota) {
   const size_t huge = (size_t)40 << 20;
   size_t first = (size_t)mib * 60 / 100 << 20, nhuge = ((size_t)mib * 33 / 100 << 20) / huge;
@@ -280,20 +283,21 @@ static int real(long mib, bool quota) {
   CHECK("far from the limit, no forced purge", stats_number("total.pressure_purges") == 0);
   char *blocks[16];
   for (size_t i = 0; i < nhuge && i < 16; i++) {
-    blocks[i] = mm_malloc(huge);
-    REQUIRE("a huge block", blocks[i] != NULL);
+    blocks[i] = mmap(NULL, huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE("a 40 MiB mapping", blocks[i] != MAP_FAILED);
     memset(blocks[i], 3, huge);
   }
   size_t below = nhuge * huge + ((size_t)64 << 20);
   double took = light_until_below(below, 2.0);
   size_t end = rss_bytes();
   fprintf(stderr, "cgroup real: %zu MiB freed under a %ld MiB limit (%zu MiB resident after the "
-          "free); %zu MiB of huge blocks then: %zu MiB resident %.3f s later (usage %lld MiB at "
+          "free); %zu MiB of mappings then: %zu MiB resident %.3f s later (usage %lld MiB at "
           "the last look)\n", first >> 20, mib, after_free >> 20, (nhuge * huge) >> 20,
           end >> 20, took, stats_number("cgroup.usage_bytes") >> 20);
   CHECK("near the limit, the freed memory comes back at once", end < below && took < 2.0);
   CHECK("the statistics count the forced purges", stats_number("total.pressure_purges") > 0);
-  for (size_t i = 0; i < nhuge && i < 16; i++) mm_free(blocks[i]);
+  CHECK("and not by big blocks' growth", stats_number("total.growth_purges") == 0);
+  for (size_t i = 0; i < nhuge && i < 16; i++) munmap(blocks[i], huge);
   return check_summary("cgroup real");
 }
 

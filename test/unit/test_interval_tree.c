@@ -2,7 +2,7 @@
  *
  * What it checks:
  *   1. edge cases: the empty tree, one node, fits larger than everything,
- *      ties in largest(), early stop of foreach;
+ *      fits below one node, ties in largest(), early stop of foreach;
  *   2. the checker: small trees broken by hand, one fault each (order,
  *      overlap, touching when coalesced, heights, balance, maxima, count,
  *      total_datablocks, bad extents, cycles); each must be rejected with a
@@ -14,7 +14,8 @@
  *      way the local heap drives the tree: frees that coalesce with their
  *      neighbours, first-fit allocations carved from the front, the back or
  *      the middle of an extent, whole-extent allocations, shrinking and
- *      growing in place, and lookups.  After every operation the tree must
+ *      growing in place, lookups, and the fits of a size below an address
+ *      (prev_fit).  After every operation the tree must
  *      pass interval_tree_is_valid(coalesced = true) and match the model's
  *      count and total; every 100 operations (and at the end) the whole
  *      in-order contents are compared.
@@ -127,6 +128,7 @@ static void test_empty(void) {
   CHECK("empty: count", t.count == 0 && t.total_datablocks == 0 && !t.root);
   CHECK("empty: first_fit(1)", interval_tree_first_fit(&t, 1) == NULL);
   CHECK("empty: first_fit(0)", interval_tree_first_fit(&t, 0) == NULL);
+  CHECK("empty: prev_fit(max, 1)", interval_tree_prev_fit(&t, UINTPTR_MAX, 1) == NULL);
   CHECK("empty: largest", interval_tree_largest(&t) == NULL);
   CHECK("empty: find", interval_tree_find(&t, SIM_BASE) == NULL);
   CHECK("empty: find 0", interval_tree_find(&t, 0) == NULL);
@@ -153,6 +155,9 @@ static void test_one_node(void) {
   CHECK("one: first_fit(1)", interval_tree_first_fit(&t, 1) == &a);
   CHECK("one: first_fit(5)", interval_tree_first_fit(&t, 5) == &a);
   CHECK("one: first_fit(6)", interval_tree_first_fit(&t, 6) == NULL);
+  CHECK("one: prev_fit above it", interval_tree_prev_fit(&t, a.start + 1, 5) == &a);
+  CHECK("one: prev_fit from its start", interval_tree_prev_fit(&t, a.start, 1) == NULL);
+  CHECK("one: prev_fit(6)", interval_tree_prev_fit(&t, UINTPTR_MAX, 6) == NULL);
   CHECK("one: first_fit(max)", interval_tree_first_fit(&t, SIZE_MAX) == NULL);
   CHECK("one: largest", interval_tree_largest(&t) == &a);
   CHECK("one: find start", interval_tree_find(&t, a.start) == &a);
@@ -707,7 +712,7 @@ static struct {
   size_t merge_left, merge_right, merge_both, merge_none;
   size_t fit_null, fit_whole, fit_front, fit_back, fit_middle;
   size_t shrink_front, shrink_back, grow_back, grow_front, grow_merge;
-  size_t release, finds, find_hits, empty_seen, max_count;
+  size_t release, finds, find_hits, empty_seen, max_count, prev_fits;
 } stats;
 
 static itree_node_t *node_get(void) {
@@ -895,6 +900,35 @@ static void op_free(void) {
   free_extent(i, start, ndatablocks);
 }
 
+/* The fit of n below an address (the start of an extent, an address
+ * inside one, or the top), against the model; and every fit of n in turn
+ * from the top down, each found from the one before. */
+static void check_prev_fit(size_t n) {
+  uintptr_t before = UINTPTR_MAX;
+  switch (model_n ? rnd_below(3) : 0) {
+  case 1:
+    before = model[rnd_below(model_n)].start;
+    break;
+  case 2:
+    before = SIM_BASE + rnd_below(SIM_PAGES * PAGE);
+    break;
+  }
+  size_t below = model_upper(before); /* the extents starting at or below it */
+  if (below && model[below - 1].start == before) below--; /* strictly below */
+  while (below > 0 && model[below - 1].ndatablocks < n) below--;
+  REQUIRE("prev fit below an address",
+          interval_tree_prev_fit(&tree, before, n) == (below ? model[below - 1].node : NULL));
+  if (rnd_below(16)) return;
+  itree_node_t *node = interval_tree_prev_fit(&tree, UINTPTR_MAX, n);
+  for (size_t i = model_n; i-- > 0;) {
+    if (model[i].ndatablocks < n) continue;
+    REQUIRE("prev fit: every fit from the top down", node == model[i].node);
+    node = interval_tree_prev_fit(&tree, node->start, n);
+    stats.prev_fits++;
+  }
+  REQUIRE("prev fit: none below the lowest", node == NULL);
+}
+
 /* Allocate n pages by first fit and carve them out of the extent. */
 static void op_alloc(void) {
   size_t lg = SIZE_MAX; /* the model's largest: lowest index among equals */
@@ -941,6 +975,7 @@ static void op_alloc(void) {
   itree_node_t *got = interval_tree_first_fit(&tree, n);
   REQUIRE("alloc: first fit", got == (want == SIZE_MAX ? NULL
                                                         : model[want].node));
+  check_prev_fit(n);
   if (!got) {
     stats.fit_null++;
     return;
@@ -1221,6 +1256,7 @@ static void test_random(uint64_t seed, size_t ops) {
               stats.grow_back && stats.grow_merge);
     CHECK("random: coverage of sizes",
           stats.max_count >= 1000 && stats.empty_seen > 0 && stats.release);
+    CHECK("random: prev fits walked", stats.prev_fits >= 1000);
   }
   free(walk_buf);
   free(pool_free);
