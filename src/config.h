@@ -102,16 +102,23 @@
 
 /* ---- thread heap ----------------------------------------------------------
  * Size classes: 16-byte steps to 128 B, then four classes per power of two
- * up to MM_SMALL_MAX.  Above it, blocks are extents of the local heap. */
+ * (its quarters) up to 1 KiB, and five above it up to MM_SMALL_MAX: an
+ * eighth above the power, then the quarters.  Programs often ask for a
+ * power of two and a small header (sqlite's 4,104-byte pages and 1,032-byte
+ * cells), which the quarters alone round up by a quarter.  A block that
+ * realloc grows takes the quarters only (realloc.c).  Above MM_SMALL_MAX,
+ * blocks are extents of the local heap. */
 #define MM_SMALL_MAX ((size_t)32 << 10)
-#define MM_CLASSES 40
+#define MM_CLASSES 45
+/* The first class above 1 KiB (1,152 B: an eighth above it). */
+#define MM_CLASS_FINE 20
 /* Sizes up to this are mapped to a page by one table lookup. */
 #define MM_DIRECT_MAX 1024
 #define MM_DIRECT_SLOTS (MM_DIRECT_MAX / 16 + 1)
 /* Sizes above it, to MM_SMALL_MAX, are mapped to their class by one table
  * lookup in steps of this many bytes (every class size there is a
  * multiple of it: size_class.c checks). */
-#define MM_MEDIUM_STEP 256
+#define MM_MEDIUM_STEP 128
 #define MM_MEDIUM_SLOTS (MM_SMALL_MAX / MM_MEDIUM_STEP + 1)
 /* Blocks carved from a fresh page per refill: about one OS page's worth, so
  * a page's memory is touched only as it is used. */

@@ -3,9 +3,12 @@
  * Layer: page (pure arithmetic; no state but a table built once).
  *
  * Classes step by 16 bytes up to 128 B, then four per power of two up to
- * MM_SMALL_MAX (32 KiB): 16 32 48 ... 128 | 160 192 224 256 | 320 384 ...
- * so internal fragmentation stays under 25% (under 12.5% above 128 B on
- * average).  Each class lives in pages of 16..128 datablocks, chosen so that
+ * 1 KiB, then five per power of two up to MM_SMALL_MAX (32 KiB), an eighth
+ * above the power and its quarters: 16 32 48 ... 128 | 160 192 224 256 |
+ * 320 384 ... 1024 | 1152 1280 1536 1792 2048 | 2304 2560 ... so internal
+ * fragmentation stays under 25% (under 12.5% above 128 B on average), and
+ * under 12.5% for a power of two above 1 KiB and a header of up to an
+ * eighth of it.  Each class lives in pages of 16..128 datablocks, chosen so that
  * a page holds at least 8 objects and wastes at most 1/32 of itself.
  *
  * Invariants (checked by size_class_is_valid and the unit test):
@@ -32,9 +35,15 @@ uint8_t mm_medium_class[MM_MEDIUM_SLOTS];
 
 static uint32_t class_size(unsigned c) {
   if (c < 8) return 16 * (c + 1);
-  unsigned k = c - 8;           /* 0.. */
-  unsigned shift = 7 + k / 4;   /* 128 << (k/4) is the power below */
-  return (uint32_t)((1u << shift) + (k % 4 + 1) * (1u << (shift - 2)));
+  if (c < MM_CLASS_FINE) {
+    unsigned k = c - 8;           /* 0.. */
+    unsigned shift = 7 + k / 4;   /* 128 << (k/4) is the power below */
+    return (uint32_t)((1u << shift) + (k % 4 + 1) * (1u << (shift - 2)));
+  }
+  unsigned k = c - MM_CLASS_FINE; /* 0.. */
+  unsigned shift = 10 + k / 5;    /* 1024 << (k/5) is the power below */
+  unsigned j = k % 5;             /* an eighth above it, then the quarters */
+  return (uint32_t)((1u << shift) + (j ? j * (1u << (shift - 2)) : 1u << (shift - 3)));
 }
 
 static uint32_t class_ndatablocks(uint32_t size) {
@@ -68,7 +77,10 @@ unsigned size_class_of_slow(size_t n) {
   if (n <= 128) return n ? (unsigned)((n - 1) >> 4) : 0;
   unsigned b = 63u - (unsigned)__builtin_clzll((unsigned long long)(n - 1));
   /* n - 1 in [2^b, 2^(b+1)): four classes of 2^(b-2) above 2^b */
-  return 8 + (b - 7) * 4 + (unsigned)((n - 1) >> (b - 2)) - 4;
+  if (n <= 1024) return 8 + (b - 7) * 4 + (unsigned)((n - 1) >> (b - 2)) - 4;
+  unsigned base = MM_CLASS_FINE + (b - 10) * 5;
+  if (n - 1 < (1u << b) + (1u << (b - 3))) return base;
+  return base + 1 + (unsigned)((n - 1) >> (b - 2)) - 4;
 }
 
 bool size_class_is_valid(char *why, size_t why_size) {

@@ -43,8 +43,8 @@ MM_INLINE unsigned size_class_of(size_t n) {
 /* The smallest class of at least n bytes (n <= MM_SMALL_MAX; 0 gives the
  * first) whose blocks are all `align`-aligned: its size a multiple of
  * align, pages being datablock-aligned (align at most a datablock).
- * MM_CLASSES if none.  A few steps at most: every fourth class is a power
- * of two. */
+ * MM_CLASSES if none.  A few steps at most: every fourth class (every
+ * fifth above 1 KiB) is a power of two. */
 MM_INLINE unsigned size_class_aligned(size_t n, size_t align) {
   if (n > MM_SMALL_MAX) return MM_CLASSES;
   unsigned c = size_class_of(n ? n : 1);

@@ -10,7 +10,9 @@
  *   - no header in front of objects: successive malloc(16) in a fresh thread
  *     are 16 bytes apart;
  *   - small classes: 16-byte steps to 128 B, then 4 per power of two to
- *     32 KiB; requested <= usable < 1.25 * requested + 16;
+ *     32 KiB (its quarters), and from 1 KiB one more an eighth above each
+ *     power of two; requested <= usable < 1.25 * requested + 16; a block
+ *     that realloc grows to 1-32 KiB gets a quarter class;
  *   - larger blocks are page multiples;
  *   - glibc conventions: realloc(p, 0) frees p and returns NULL,
  *     realloc(NULL, n) is malloc(n), memalign rounds a non-power-of-two
@@ -33,6 +35,7 @@ static size_t spec_class(size_t n) {
   if (n <= 128) return (n + 15) & ~(size_t)15;
   size_t p = 128;
   while (p * 2 < n) p *= 2; /* p < n <= 2p */
+  if (p >= 1024 && n <= p + p / 8) return p + p / 8;
   size_t step = p / 4;
   return (n + step - 1) / step * step;
 }
@@ -116,8 +119,19 @@ static void test_size_classes(void) {
   CHECK(API " small usable size is the promised class", bad_class == 0);
   CHECK(API " small usable size in [n, 1.25n+16)", bad_bound == 0);
   CHECK(API " malloc(n >= 16) is 16-byte aligned", bad_align == 0);
-  /* 8 classes of 16 B to 128 B, then 4 per power of two up to 32 KiB. */
-  CHECK(API " 40 small size classes up to 32 KiB", nclasses == 8 + 4 * 8);
+  /* 8 classes of 16 B to 128 B, then 4 per power of two up to 1 KiB and 5
+   * up to 32 KiB. */
+  CHECK(API " 45 small size classes up to 32 KiB", nclasses == 8 + 4 * 3 + 5 * 5);
+  /* realloc growing a block takes the quarters: 2,100 B is 2,304 (an
+   * eighth above 2 KiB) from malloc, 2,560 from a growing realloc */
+  void *a = F(malloc)(2100), *g = F(malloc)(1500);
+  REQUIRE(API " malloc(2100), malloc(1500)", a && g);
+  g = F(realloc)(g, 2100);
+  REQUIRE(API " realloc to 2100", g != NULL);
+  CHECK(API " malloc(2100) is the class an eighth above 2 KiB", usable(a) == 2304);
+  CHECK(API " realloc growing to 2100 takes a quarter class", usable(g) == 2560);
+  F(free)(a);
+  F(free)(g);
   CHECK(API " largest small class is 32 KiB", last_class == 32 * KiB);
 }
 

@@ -26,24 +26,35 @@ int main(void) {
     if (n <= MM_DIRECT_MAX && mm_direct_class[(n + 15) >> 4] != size_class_of_slow(n))
       bad_direct++;
     if (n > MM_DIRECT_MAX && size_class_of_medium(n) != size_class_of_slow(n)) bad_medium++;
-    /* at most 25% internal fragmentation above 128 B, 15 bytes below */
+    /* at most 25% internal fragmentation above 128 B, 15 bytes below, and
+     * 12.5% for a power of two above 1 KiB and a header of up to an eighth
+     * of it */
     uint32_t s = mm_size_classes[c].size;
     if (n > 128 ? (s - n) * 4 > n : s - n > 15) bad_waste++;
+    uint32_t pow2 = n > 1 ? 1u << (31 - __builtin_clz((unsigned)(n - 1))) : 1;
+    if (n > 1024 && n <= pow2 + pow2 / 8 && (s - n) * 8 > n) bad_waste++;
   }
   CHECK("every size maps to its smallest fitting class", bad_fit == 0);
   CHECK("direct table equals the arithmetic", bad_direct == 0);
   CHECK("medium table equals the arithmetic", bad_medium == 0);
   CHECK("internal fragmentation bounded", bad_waste == 0);
 
-  /* Four classes per power of two above 128 B. */
+  /* Above 128 B, the quarters of each power of two; above 1 KiB also the
+   * size an eighth above it, first. */
   int per_doubling_ok = 1;
   for (uint32_t p = 128; p < MM_SMALL_MAX; p *= 2) {
     int k = 0;
-    for (unsigned c = 0; c < MM_CLASSES; c++)
-      if (mm_size_classes[c].size > p && mm_size_classes[c].size <= 2 * p) k++;
-    if (k != 4) per_doubling_ok = 0;
+    for (unsigned c = 0; c < MM_CLASSES; c++) {
+      uint32_t s = mm_size_classes[c].size;
+      if (s <= p || s > 2 * p) continue;
+      k++;
+      if ((s - p) % (p / 4) && !(p >= 1024 && s == p + p / 8)) per_doubling_ok = 0;
+    }
+    if (k != (p < 1024 ? 4 : 5)) per_doubling_ok = 0;
   }
-  CHECK("four classes per power of two", per_doubling_ok);
+  CHECK("the quarters of each power of two, and an eighth above it from 1 KiB", per_doubling_ok);
+  CHECK("MM_CLASS_FINE is the first class above 1 KiB",
+        mm_size_classes[MM_CLASS_FINE - 1].size == 1024 && mm_size_classes[MM_CLASS_FINE].size == 1152);
 
   /* Pages: hold at least 8 blocks, waste at most 1/32. */
   int bad_page = 0;
