@@ -33,7 +33,8 @@
 #include "mmalloc.h"
 
 #define THREADS 4
-#define CLASSES 40 /* 16..128 by 16, then four per power of two to 32 KiB */
+#define CLASSES 45 /* 16..128 by 16, the quarters of each power of two to 32 KiB, and an
+                      eighth above each from 1 KiB: one size of each class */
 #define WINDOW 48  /* live objects per class per thread */
 #define HANDOFF 512
 
@@ -43,9 +44,13 @@ static void *_Atomic handoff[HANDOFF]; /* objects passed between threads */
 
 static void sizes_init(void) {
   for (int c = 0; c < 8; c++) class_size[c] = 16 * (size_t)(c + 1);
-  for (int c = 8; c < CLASSES; c++) {
+  for (int c = 8; c < 20; c++) {
     int k = c - 8, shift = 7 + k / 4;
     class_size[c] = ((size_t)1 << shift) + (size_t)(k % 4 + 1) * ((size_t)1 << (shift - 2));
+  }
+  for (int c = 20; c < CLASSES; c++) {
+    int k = c - 20, shift = 10 + k / 5, j = k % 5;
+    class_size[c] = ((size_t)1 << shift) + (j ? (size_t)j << (shift - 2) : (size_t)1 << (shift - 3));
   }
 }
 
