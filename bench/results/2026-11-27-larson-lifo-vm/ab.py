@@ -5,10 +5,12 @@ round), and prints per setting the median and minimum of the child's CPU
 time (user + sys, from rusage) and of the workload's own `seconds`, and the
 median over the rounds of its ratio to the first setting in the same
 round (paired), which cancels the machine's slower and faster stretches.
+A command whose last line of output is not make bench's JSON (any other
+program) has its wall time in place of `seconds`.
 
     python3 ab.py N 'build/bench/larson threads=1' base=LD_PRELOAD=/path/a.so other='LD_PRELOAD=/path/b.so X=1'
 """
-import sys, subprocess, os, json, resource, statistics as st, shlex
+import sys, subprocess, os, json, resource, statistics as st, shlex, time
 n=int(sys.argv[1]); cmd=shlex.split(sys.argv[2]); specs=[a.split('=',1) for a in sys.argv[3:]]
 res={name:[] for name,_ in specs}
 for i in range(n):
@@ -17,11 +19,15 @@ for i in range(n):
         env=dict(os.environ)
         for kv in envs.split():
             k,v=kv.split('=',1); env[k]=v
-        r0=resource.getrusage(resource.RUSAGE_CHILDREN)
+        r0=resource.getrusage(resource.RUSAGE_CHILDREN); t0=time.time()
         out=subprocess.run(cmd,env=env,capture_output=True,text=True).stdout
+        wall=time.time()-t0
         r1=resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu=(r1.ru_utime-r0.ru_utime)+(r1.ru_stime-r0.ru_stime)
-        secs=json.loads(out.strip().splitlines()[-1])["seconds"]
+        try:
+            secs=json.loads(out.strip().splitlines()[-1])["seconds"]
+        except (IndexError, ValueError, KeyError, TypeError):
+            secs=wall
         res[name].append((cpu,secs))
 base=specs[0][0]
 for name,_ in specs:

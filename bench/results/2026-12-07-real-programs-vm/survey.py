@@ -3,22 +3,24 @@ allocator preloaded, allocators alternating, one CSV line per run:
 program, allocator, repetition, wall seconds, peak RSS KiB (of the largest
 process), minor faults, an md5 of stdout (8 hex digits), exit status.
 ALLOCS=a,b limits the allocators; EXTRA="name=lib ..." adds builds;
-MMLIB is mmalloc's library (default build/libmmalloc.so).  The data
+MMLIB is mmalloc's library (default build/libmmalloc.so); the peers are
+found as make bench finds them (bench/allocators.py).  The data
 (big.json: 300,000 random JSON objects, seed 7; big.txt: one per line) is
 made once in SURVEY_DIR (default /tmp/survey), with this directory's
 scripts copied there.  `python3 table.py OUT.csv` gives the medians."""
 import subprocess, sys, os, time, statistics, hashlib, csv, json, random, shutil
-L='/usr/lib/x86_64-linux-gnu/'
-ALLOCS = {'glibc': None, 'jemalloc': L+'libjemalloc.so.2', 'tcmalloc': L+'libtcmalloc_minimal.so.4',
-          'mimalloc': L+'libmimalloc.so.2', 'tbbmalloc': L+'libtbbmalloc_proxy.so.2',
-          'mmalloc': os.environ.get('MMLIB', 'build/libmmalloc.so')}
-for extra in os.environ.get('EXTRA', '').split():
-    n, p = extra.split('='); ALLOCS[n] = p
-only = os.environ.get('ALLOCS')
-if only: ALLOCS = {k: v for k, v in ALLOCS.items() if k in only.split(',') or k in [e.split('=')[0] for e in os.environ.get('EXTRA','').split()]}
-S = os.environ.get('SURVEY_DIR', '/tmp/survey').rstrip('/') + '/'
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, '../../..'))  # the repository
+sys.path.insert(0, os.path.join(ROOT, 'bench'))
+import allocators  # make bench's discovery: mmalloc's build and the installed peers
+extra = os.environ.get('EXTRA', '').split()
+if os.environ.get('MMLIB'): extra.append('mmalloc=' + os.environ['MMLIB'])
+only = os.environ.get('ALLOCS')
+found, missing, _ = allocators.discover(os.path.join(ROOT, 'build'), extra=extra,
+                                        only=only.split(',') if only else None, install=False)
+for name, _, why in missing: print('survey: %s left out: %s' % (name, why), file=sys.stderr)
+ALLOCS = {a.name: a for a in found}
+S = os.environ.get('SURVEY_DIR', '/tmp/survey').rstrip('/') + '/'
 os.makedirs(S, exist_ok=True)
 for f in ('p.pl', 'py.py', 'n.js', 't.tcl', 's.sql', 'heavy.cpp', 'aw.awk'):
     shutil.copy(os.path.join(HERE, f), S + f)
@@ -53,9 +55,8 @@ names = sys.argv[3:] or list(CMDS)
 w = csv.writer(open(out, 'a'))
 for name in names:
     for r in range(reps):
-        for a, lib in ALLOCS.items():
-            env = dict(os.environ)
-            if lib: env['LD_PRELOAD'] = lib
+        for a, alloc in ALLOCS.items():
+            env = alloc.env(os.environ)
             t0 = time.time()
             p = subprocess.run(['/usr/bin/time', '-f', '%M %F %R %e', 'sh', '-c', CMDS[name]], env=env, capture_output=True, text=True)
             wall = time.time() - t0
