@@ -106,7 +106,7 @@
  * eighth above the power, then the quarters.  Programs often ask for a
  * power of two and a small header (sqlite's 4,104-byte pages and 1,032-byte
  * cells), which the quarters alone round up by a quarter.  A block that
- * realloc grows takes the quarters only (realloc.c).  Above MM_SMALL_MAX,
+ * realloc grows takes the quarters only (size_class_of_growing).  Above MM_SMALL_MAX,
  * blocks are extents of the local heap. */
 #define MM_SMALL_MAX ((size_t)32 << 10)
 #define MM_CLASSES 45

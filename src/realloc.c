@@ -95,14 +95,9 @@ void *thread_heap_realloc(void *p, size_t size) {
     q = th && th->stash_count ? thread_heap_stash_alloc(th, size, false) : NULL;
     if (!q) q = th ? thread_heap_alloc_big(th, size, 0, false, true) : NULL;
   } else if (size > old && size > MM_DIRECT_MAX && size <= MM_SMALL_MAX) {
-    /* Growing: to a quarter class, never the one an eighth above a power
-     * of two (config.h).  An array that realloc grows through the sizes
-     * would otherwise visit a fifth more classes, each keeping a page of
-     * free blocks only that class reuses (cover's peak RSS: 1.1x), for a
-     * block that will likely grow again anyway. */
-    unsigned b = 63u - (unsigned)__builtin_clzll((unsigned long long)(size - 1));
-    size_t step = (size_t)1 << (b - 2);
-    q = thread_heap_malloc_fast((size + step - 1) / step * step);
+    /* growing: a quarter class (size_class_of_growing; without it cover's
+     * peak RSS was 1.1x) */
+    q = thread_heap_malloc_fast(mm_size_classes[size_class_of_growing(size)].size);
   } else {
     q = thread_heap_malloc_fast(size);
   }

@@ -40,6 +40,17 @@ MM_INLINE unsigned size_class_of(size_t n) {
   return size_class_of_medium(n);
 }
 
+/* The class a block that realloc grows to n bytes takes (0 < n <=
+ * MM_SMALL_MAX): n's own, but a quarter class where n's own is the one an
+ * eighth above a power of two (config.h): an array growing through the
+ * sizes then visits the classes it would without those, each of which
+ * keeps a page of free blocks only it reuses, and it will likely grow
+ * again. */
+MM_INLINE unsigned size_class_of_growing(size_t n) {
+  unsigned c = size_class_of(n);
+  return c >= MM_CLASS_FINE && (c - MM_CLASS_FINE) % 5 == 0 ? c + 1 : c;
+}
+
 /* The smallest class of at least n bytes (n <= MM_SMALL_MAX; 0 gives the
  * first) whose blocks are all `align`-aligned: its size a multiple of
  * align, pages being datablock-aligned (align at most a datablock).

@@ -53,6 +53,17 @@ int main(void) {
     if (k != (p < 1024 ? 4 : 5)) per_doubling_ok = 0;
   }
   CHECK("the quarters of each power of two, and an eighth above it from 1 KiB", per_doubling_ok);
+  /* A growing block's class: n's own unless that is an eighth class, then
+   * the next one up, a quarter class that holds n. */
+  int bad_growing = 0;
+  for (size_t n = 1; n <= MM_SMALL_MAX; n++) {
+    unsigned c = size_class_of(n), g = size_class_of_growing(n);
+    uint32_t s = mm_size_classes[c].size;
+    uint32_t pow2 = 1u << (31 - __builtin_clz((unsigned)(s - 1 ? s - 1 : 1)));
+    bool eighth = n > 1024 && s == pow2 + pow2 / 8;
+    if (g != (eighth ? c + 1 : c) || mm_size_classes[g].size < n) bad_growing++;
+  }
+  CHECK("a growing block skips the eighth classes", bad_growing == 0);
   CHECK("MM_CLASS_FINE is the first class above 1 KiB",
         mm_size_classes[MM_CLASS_FINE - 1].size == 1024 && mm_size_classes[MM_CLASS_FINE].size == 1152);
 
