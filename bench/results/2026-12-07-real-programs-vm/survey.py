@@ -21,10 +21,15 @@ found, missing, _ = allocators.discover(os.path.join(ROOT, 'build'), extra=extra
 for name, _, why in missing: print('survey: %s left out: %s' % (name, why), file=sys.stderr)
 ALLOCS = {a.name: a for a in found}
 S = os.environ.get('SURVEY_DIR', '/tmp/survey').rstrip('/') + '/'
-os.makedirs(S, exist_ok=True)
-for f in ('p.pl', 'py.py', 'n.js', 't.tcl', 's.sql', 'heavy.cpp', 'aw.awk'):
-    shutil.copy(os.path.join(HERE, f), S + f)
-if not os.path.exists(S + 'big.json'):
+
+
+def make_data():
+    """The data and scripts in S (made once)."""
+    os.makedirs(S, exist_ok=True)
+    for f in ('p.pl', 'py.py', 'n.js', 't.tcl', 's.sql', 'heavy.cpp', 'aw.awk'):
+        shutil.copy(os.path.join(HERE, f), S + f)
+    if os.path.exists(S + 'big.json'):
+        return
     random.seed(7)
     data = [{"a": random.randint(0, 10), "b": "".join(random.choice("abcdefgh") for _ in range(random.randint(3, 40))),
              "c": [random.random() for _ in range(random.randint(0, 8))], "d": {"x": i, "y": str(i)}}
@@ -32,6 +37,8 @@ if not os.path.exists(S + 'big.json'):
     json.dump(data, open(S + 'big.json', 'w'))
     with open(S + 'big.txt', 'w') as f:
         for o in data: f.write(json.dumps(o) + '\n')
+
+
 CMDS = {
  'sqlite': f'sqlite3 :memory: < {S}s.sql',
  'perl': f'perl {S}p.pl',
@@ -50,18 +57,25 @@ CMDS = {
  'sort1': f'LC_ALL=C sort {S}big.json | md5sum',
  'sort': f'LC_ALL=C sort --parallel=2 -S 30M {S}big.txt | md5sum',
 }
-out, reps = sys.argv[1], int(sys.argv[2])
-names = sys.argv[3:] or list(CMDS)
-w = csv.writer(open(out, 'a'))
-for name in names:
-    for r in range(reps):
-        for a, alloc in ALLOCS.items():
-            env = alloc.env(os.environ)
-            t0 = time.time()
-            p = subprocess.run(['/usr/bin/time', '-f', '%M %F %R %e', 'sh', '-c', CMDS[name]], env=env, capture_output=True, text=True)
-            wall = time.time() - t0
-            last = p.stderr.strip().splitlines()[-1].split()
-            rss = int(last[0]); maj = int(last[1]); minf = int(last[2])
-            h = hashlib.md5(p.stdout.encode()).hexdigest()[:8]
-            w.writerow([name, a, r, f'{wall:.3f}', rss, minf, h, p.returncode]); 
-            print(name, a, r, f'{wall:.3f}', rss, minf, h, p.returncode, flush=True)
+
+
+def run(cmds, out, reps, names):
+    """Runs each named command reps times under every allocator, alternating."""
+    w = csv.writer(open(out, 'a'))
+    for name in names:
+        for r in range(reps):
+            for a, alloc in ALLOCS.items():
+                env = alloc.env(os.environ)
+                t0 = time.time()
+                p = subprocess.run(['/usr/bin/time', '-f', '%M %F %R %e', 'sh', '-c', cmds[name]], env=env, capture_output=True, text=True)
+                wall = time.time() - t0
+                last = p.stderr.strip().splitlines()[-1].split()
+                rss = int(last[0]); minf = int(last[2])
+                h = hashlib.md5(p.stdout.encode()).hexdigest()[:8]
+                w.writerow([name, a, r, f'{wall:.3f}', rss, minf, h, p.returncode])
+                print(name, a, r, f'{wall:.3f}', rss, minf, h, p.returncode, flush=True)
+
+
+if __name__ == '__main__':
+    make_data()
+    run(CMDS, sys.argv[1], int(sys.argv[2]), sys.argv[3:] or list(CMDS))
