@@ -5,7 +5,10 @@ machine has and on a small grid of mmalloc settings (purge delay, one local
 heap, transparent huge pages), allocators alternating, and recommends the
 fastest, the leanest and the balanced choice (the lowest product of time
 and peak RSS, each relative to the best), with the reasons in terms of the
-pattern (`mmtrace stats`).
+pattern (`mmtrace stats`).  Next to the fastest and the leanest it names
+the configurations the runs do not tell apart from them (one of whose runs
+did as well as the pick's worst run), so that a choice made on a noisy
+machine, or on one run, says so.
 
     advise.py --mmtrace PATH TRACE [--reps N] [--speed S] [--partial] [-o FILE]
 
@@ -39,6 +42,27 @@ def load_report():
             spec.loader.exec_module(m)
             return m
     return None
+
+
+def runs_of(replay_stderr):
+    """Each configuration's runs, from the replay's line per run on stderr:
+    {config: [(seconds, peak RSS MiB), ...]} (the figures its table's
+    medians are taken from)."""
+    runs = {}
+    for m in re.finditer(r"^rep \d+ (\S+)\s+([0-9.]+) s  (\d+) KiB", replay_stderr, re.M):
+        runs.setdefault(m.group(1), []).append((float(m.group(2)), int(m.group(3)) / 1024))
+    return runs
+
+
+SHOWN = {"time": 3, "rss": 1}  # decimals the advice shows seconds and MiB with
+
+
+def not_told_apart(rows, pick, key):
+    """The rows other than pick whose best run (lowest `key`: "time" or
+    "rss") is no worse than pick's worst, as the table shows them: the runs
+    do not show pick to be better than them."""
+    worst = round(max(pick[key + "_runs"]), SHOWN[key])
+    return [x for x in rows if x is not pick and round(min(x[key + "_runs"]), SHOWN[key]) <= worst]
 
 
 def main():
@@ -77,6 +101,15 @@ def main():
     if not rows:
         sys.stderr.write("mmtrace advise: the replay gave no table\n" + r.stdout + r.stderr[-1000:])
         return 1
+    runs = runs_of(r.stderr)
+    for x in rows:
+        got = runs.get(x["config"], [])
+        if len(got) != a.reps:
+            sys.stderr.write(f"mmtrace advise: {len(got)} runs of {x['config']} in the replay's output, "
+                             f"not {a.reps}\n")
+            return 1
+        x["time_runs"] = [t for t, _ in got]
+        x["rss_runs"] = [m for _, m in got]
     best_t = min(x["time"] for x in rows)
     best_r = min(x["rss"] for x in rows)
     for x in rows:
@@ -111,6 +144,21 @@ def main():
              f"- **Leanest:** {describe(leanest)}: {figures(leanest)}.",
              f"- **Balanced** (lowest time x RSS, each against the best): {describe(balanced)}: {figures(balanced)}.",
              ""]
+    if a.reps == 1:
+        lines += ["One run each: how much a configuration's runs vary is not known here, so a difference "
+                  "of a few percent may be noise. Use `--reps 3` or more before choosing on these figures.", ""]
+    else:
+        for what, key, pick, unit in (("fastest", "time", fastest, "s"), ("leanest", "rss", leanest, "MiB")):
+            tied = not_told_apart(rows, pick, key)
+            if not tied:
+                lines += [f"The {what}'s worst run beat every other configuration's best: the runs tell it apart.", ""]
+                continue
+            worst = max(pick[key + "_runs"])
+            names = ", ".join(f"`{x['config']}` ({min(x[key + '_runs']):.{SHOWN[key]}f})"
+                              for x in sorted(tied, key=lambda x: min(x[key + "_runs"])))
+            lines += [f"Not told apart from the {what} (its worst run, {worst:.{SHOWN[key]}f} {unit}, "
+                      f"is no better than their best): {names}. Among these the choice is within this "
+                      f"machine's noise; more runs (`--reps`) or a quieter machine may separate them.", ""]
     spread_t = max(x["time"] for x in rows) / best_t
     spread_r = max(x["rss"] for x in rows) / best_r
     if spread_t < 1.05:
@@ -127,10 +175,11 @@ def main():
     lines += ["", f"Remote frees are {100 * remote:.1f}% of the releases; {threads}; "
               f"peak live set {s['peak_live_bytes'] / 1048576:.1f} MiB.", "",
               "## All configurations", "", "| configuration | time s | vs fastest | peak RSS MiB | vs leanest | "
-              "page faults |", "|---|---|---|---|---|---|"]
+              "page faults | time, best-worst run s | peak RSS, best-worst run MiB |", "|---|---|---|---|---|---|---|---|"]
     for x in sorted(rows, key=lambda x: x["score"]):
         lines.append(f"| `{x['config']}` | {x['time']:.3f} | {x['time'] / best_t:.2f} | {x['rss']:.1f} | "
-                     f"{x['rss'] / best_r:.2f} | {x['faults']} |")
+                     f"{x['rss'] / best_r:.2f} | {x['faults']} | {min(x['time_runs']):.3f}-{max(x['time_runs']):.3f} | "
+                     f"{min(x['rss_runs']):.1f}-{max(x['rss_runs']):.1f} |")
     lines += ["", "A replay repeats the calls with their threads and the program's recorded work between "
               "them; it does not repeat the program's own memory (code, stacks, mapped files), so its RSS is "
               "the allocator's part. Confirm the choice on the real program: `mmrun --alloc NAME program`."]
