@@ -89,9 +89,11 @@ int mm_version(void);
 /* ---- options -------------------------------------------------------------- */
 /* Options by name, as in the environment without the MMALLOC_ prefix and
  * case-insensitive: "verbose", "stats", "heaps", "hugepages",
- * "purge_delay_ms", "secure".  Returns 0, EINVAL for an unknown name or a
- * value out of range, or EBUSY for "heaps" and "secure", which are fixed at
- * start-up (set them in the environment: MMALLOC_HEAPS, MMALLOC_SECURE). */
+ * "purge_delay_ms", "purge_thread_mib", "secure", "zero_on_free",
+ * "cache_colour".  Returns 0, EINVAL for an unknown name or a value out of
+ * range, or EBUSY for "heaps", "secure", "zero_on_free" and "cache_colour",
+ * which are fixed at start-up (set them in the environment: MMALLOC_HEAPS,
+ * MMALLOC_SECURE, ...). */
 int mm_option_set(const char *name, long value);
 /* The value in force, or -1 for an unknown name. */
 long mm_option_get(const char *name);

@@ -57,13 +57,10 @@ static void *alloc_class(thread_heap_t *th, unsigned c) {
 }
 
 /* A size above the small classes that a medium block holds (up to
- * MM_MEDIUM_DATABLOCKS: the local heap's medium slots, a thread's stash),
- * and the datablocks it takes. */
+ * MM_MEDIUM_DATABLOCKS: the local heap's medium slots, a thread's stash);
+ * the datablocks it takes are large_datablocks (local_heap.h). */
 MM_INLINE bool medium_size(size_t size) {
-  return size > MM_SMALL_MAX && size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT);
-}
-MM_INLINE size_t size_datablocks(size_t size) {
-  return (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
+  return size > MM_SMALL_MAX && large_datablocks(size) <= MM_MEDIUM_DATABLOCKS;
 }
 
 /* th's stash not empty, a block above the small classes wanted: a medium
@@ -73,9 +70,8 @@ MM_INLINE size_t size_datablocks(size_t size) {
  * malloc's, which thread_heap_malloc_stashed serves. */
 MM_NOINLINE void *thread_heap_stash_alloc(thread_heap_t *th, size_t size, bool zero) {
   if (!medium_size(size)) return NULL;
-  size_t n = size_datablocks(size);
-  void *p = thread_heap_stash_take(th, n);
-  if (p && zero) memset(p, 0, n << MM_DATABLOCK_SHIFT);
+  void *p = thread_heap_stash_take(th, size);
+  if (p && zero) memset(p, 0, size);
   return p;
 }
 
@@ -116,11 +112,12 @@ static void *alloc_any(thread_heap_t *th, size_t size, size_t align, bool zero) 
   }
   thread_heap_unlock(th);
   if (medium_size(size) && align <= MM_DATABLOCK_SIZE) {
-    if (th->stash_count) {
+    /* (a stashed block keeps its colour: only for alignments it has) */
+    if (th->stash_count && align <= MM_COLOUR_STEP) {
       void *p = thread_heap_stash_alloc(th, size, zero);
       if (p) return p;
     }
-    thread_heap_stash_want(th, size_datablocks(size));
+    thread_heap_stash_want(th, large_datablocks(size));
   }
   return thread_heap_alloc_big(th, size ? size : 1, align, zero, false);
 }
@@ -137,7 +134,7 @@ static MM_NOINLINE void *alloc_checked(thread_heap_t *th, size_t size, size_t al
 #if MM_VALGRIND
   if (p && mm_vg_rz) {
     extent_t *e = thread_heap_lookup(p, "malloc"); /* huge blocks too */
-    size_t room = e->kind == MM_EXTENT_PAGE ? e->block_size : extent_usable(e);
+    size_t room = e->kind == MM_EXTENT_PAGE ? e->block_size : large_usable(e);
     VALGRIND_MAKE_MEM_NOACCESS(p, room);
     VALGRIND_MALLOCLIKE_BLOCK(p, size, 0, zero);
   }
@@ -187,7 +184,7 @@ void *thread_heap_malloc_medium(thread_heap_t *th, size_t size) {
  * the stash home), or the one call in MM_HEARTBEAT_CALLS that beats. */
 MM_NOINLINE void *thread_heap_malloc_stashed(thread_heap_t *th, size_t size) {
   if (medium_size(size) && ((th->slow_calls + 1) & (MM_HEARTBEAT_CALLS - 1)) != 0) {
-    void *p = thread_heap_stash_take(th, size_datablocks(size));
+    void *p = thread_heap_stash_take(th, size);
     if (p) {
       th->slow_calls++;
       return p;
@@ -226,7 +223,7 @@ static MM_SLOW_PATH void *malloc_slow(thread_heap_t *th, size_t size) {
   void *p;
   if (unlikely(mm_slow_only)) p = alloc_checked(th, size, 0, false);
   else if (medium_size(size) && (++th->slow_calls & (MM_HEARTBEAT_CALLS - 1)) != 0) {
-    thread_heap_stash_want(th, size_datablocks(size));
+    thread_heap_stash_want(th, large_datablocks(size));
     p = thread_heap_alloc_big(th, size, 0, false, false); /* no lock of th: see below */
   } else {
     p = alloc_any(th, size, 0, false);

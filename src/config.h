@@ -241,6 +241,33 @@
  * those then take fresh memory (pipeline at 32 threads on the 2-core VM:
  * peak RSS 34.3 -> 27.6 MiB in make bench, 5 repetitions). */
 #define MM_MEDIUM_DATABLOCKS 32
+/* Large blocks (LARGE extents of a heap slot) start a rotating number of
+ * cache lines into their extent, their colour: MM_COLOURS offsets,
+ * MM_COLOUR_STEP bytes apart, below one datablock, each block's the one
+ * MM_COLOUR_STRIDE on from its heap's last.  Blocks that all started on a
+ * datablock would all map to the same sets of a cache indexed by the low
+ * 12 address bits, and a loop over more of them at once than the cache has
+ * ways (a stencil's or a merge's arrays) would miss on every line: 16
+ * arrays of 1 MiB summed element by element ran 3 times slower than with
+ * jemalloc's placement (bench/results/2026-12-08-cache-colour-vm).  A
+ * block's colours are the offsets its extent's slack past it allows, up to
+ * MM_COLOUR_ROOM: free, as the block then touches no page it would not
+ * touch at offset 0.  A size of
+ * MM_COLOUR_PAD_MIN or more whose slack is below MM_COLOUR_MIN_SLACK takes
+ * one datablock more (large_datablocks: a power of two from 256 KiB gets
+ * all MM_COLOURS), which costs a page of the block's resident memory, at
+ * most a 64th; a smaller one keeps the colours its slack has (a power of
+ * two below 256 KiB: none): with a page more, each freed 64 KiB string of
+ * gcstrings held 17 resident pages instead of 16, and its peak RSS grew
+ * 11%.  The datablocks of a size do not depend on its colour.
+ * MMALLOC_CACHE_COLOUR=0 turns it off (every large block starts on a
+ * datablock).  Huge blocks (mappings of their own) are not coloured. */
+#define MM_COLOUR_STEP 64
+#define MM_COLOURS (MM_DATABLOCK_SIZE / MM_COLOUR_STEP)
+#define MM_COLOUR_ROOM ((MM_COLOURS - 1) * MM_COLOUR_STEP)
+#define MM_COLOUR_MIN_SLACK 1024
+#define MM_COLOUR_PAD_MIN ((size_t)256 << 10)
+#define MM_COLOUR_STRIDE 23 /* odd: all MM_COLOURS colours come before one repeats */
 /* Freed huge mappings kept per local heap for reuse (until the purge delay):
  * a program that frees a 60 MiB buffer and allocates another reuses its
  * resident pages instead of faulting in fresh ones. */

@@ -45,7 +45,7 @@ extent_t *thread_heap_lookup(const void *p, const char *call) {
   }
   switch (e->kind) {
   case MM_EXTENT_LARGE:
-    if (a != e->node.start) thread_heap_bad_pointer(call, p, "invalid pointer (inside a block)");
+    if (a != large_block(e)) thread_heap_bad_pointer(call, p, "invalid pointer (inside a block)");
     /* in a thread's stash (never in the checked modes, where the block's
      * first bytes may be ones memcheck says were never written) */
     if (!mm_slow_only && slot->tree == MM_TREE_MEDIUM && thread_heap_stashed(e))

@@ -78,11 +78,21 @@ static extent_t *medium_cache_take(local_heap_t *h, size_t n) {
 
 /* ---- large blocks ---------------------------------------------------------------- */
 
+/* The offset of h's next large block (its lock held), whose extent's slack
+ * past it allows offsets up to room: the colour MM_COLOUR_STRIDE on from
+ * the last, within that; 0 for a block aligned to more than a colour step
+ * or without colours (config.h). */
+static uint32_t next_colour(local_heap_t *h, size_t align, size_t room) {
+  if (!options.cache_colour || align > MM_COLOUR_STEP) return 0;
+  h->colour = (h->colour + MM_COLOUR_STRIDE) % MM_COLOURS;
+  return (uint32_t)(h->colour % (room / MM_COLOUR_STEP + 1) * MM_COLOUR_STEP);
+}
+
 /* A LARGE block of size bytes: a medium one of the same datablocks from
  * the medium cache, else placed by first fit, which reuses the lowest (and
- * most likely resident) free memory. */
+ * most likely resident) free memory.  It starts at its colour. */
 void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool zero) {
-  size_t n = guarded_datablocks((size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT);
+  size_t n = guarded_datablocks(large_datablocks(size));
   size_t align_datablocks = align > MM_DATABLOCK_SIZE ? align >> MM_DATABLOCK_SHIFT : 1;
   local_heap_lock(h);
   local_heap_check(h);
@@ -102,6 +112,7 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
       errno = ENOMEM;
     } else {
       if (was_zero) e->flags |= MM_EXTENT_ZERO;
+      e->offset = next_colour(h, align, large_colour_room(n - (options.secure ? 1 : 0), size));
       h->large_allocs++;
       h->large_live_bytes += n << MM_DATABLOCK_SHIFT;
       if (fresh) decay_give_back_for_growth(h, fresh);
@@ -110,17 +121,17 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
   local_heap_check(h);
   local_heap_unlock(h);
   if (!e) return NULL;
-  void *p = (void *)e->node.start;
+  void *start = (void *)e->node.start;
   size_t bytes = (n - (options.secure ? 1 : 0)) << MM_DATABLOCK_SHIFT;
   if (zero && !(e->flags & MM_EXTENT_ZERO)) {
     /* Big blocks are zeroed by the kernel (and lose their stale datablocks);
      * small ones by memset, cheaper than faulting them in again. */
-    if (bytes < ((size_t)1 << 20) || !os_purge(p, bytes)) memset(p, 0, bytes);
+    if (bytes < ((size_t)1 << 20) || !os_purge(start, bytes)) memset(start, 0, bytes);
   }
   e->flags &= MM_EXTENT_GUARD;
   if (option_live(&options.hugepages) == 2 && bytes >= ((size_t)8 << 20))
-    os_hugepages_block(p, bytes, false, !zero); /* a calloc's untouched pages stay out */
-  return p;
+    os_hugepages_block(start, bytes, false, !zero); /* a calloc's untouched pages stay out */
+  return (void *)large_block(e);
 }
 
 /* Free a LARGE extent.  The caller checked it without the lock; a racing
@@ -138,7 +149,7 @@ void local_heap_free_large(extent_t *e, bool purge) {
   local_heap_check(h);
   if (e->kind != MM_EXTENT_LARGE) {
     local_heap_unlock(h);
-    os_fatal("mmalloc: free(): double free of %p\n", (void *)start);
+    os_fatal("mmalloc: free(): double free of %p\n", (void *)(start + e->offset));
   }
   h->large_frees++;
   h->large_live_bytes -= e->node.ndatablocks << MM_DATABLOCK_SHIFT;
@@ -166,7 +177,10 @@ bool local_heap_resize_large(extent_t *e, size_t size) {
   if (e->flags & MM_EXTENT_GUARD) return false; /* secure mode: realloc moves */
   local_heap_t *h = local_heap_of_extent(e);
   slot_t *slot = slot_of_extent(e);
-  size_t n = (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
+  /* its colour stays: what it needs after it (a shrink never grows the
+   * extent; its datablocks, which may now be fewer than large_datablocks'
+   * for its size, still serve any colour of the sizes they are asked for) */
+  size_t n = (e->offset + size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
   bool ok = false;
   local_heap_lock(h);
   local_heap_check(h);
@@ -349,6 +363,7 @@ static void *alloc_huge(local_heap_t *h, size_t size, size_t align, bool zero, b
       } else {
         e = r;
         e->kind = MM_EXTENT_LARGE;
+        e->offset = 0; /* huge blocks are not coloured */
         if (zero) {
           void *p = (void *)e->node.start;
           size_t bytes = e->node.ndatablocks << MM_DATABLOCK_SHIFT;
@@ -437,6 +452,7 @@ extent_t *local_heap_resize_huge(extent_t *e, size_t size) {
       local_heap_lock(h);
       if (ne) {
         ne->kind = MM_EXTENT_LARGE;
+        ne->offset = 0;
       } else {
         huge_cache_put(h, c);
       }

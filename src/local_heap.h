@@ -30,6 +30,7 @@
 #define MM_LOCAL_HEAP_H
 
 #include "lock.h"
+#include "options.h"
 #include "region.h"
 
 MM_HIDDEN_BEGIN
@@ -97,6 +98,7 @@ typedef struct local_heap_s {
   size_t meta_bytes;           /* stats: its chunks, all committed */
   /* statistics (under lock) */
   uint64_t large_allocs, large_frees, large_live_bytes;
+  uint32_t colour; /* the last large block's colour (config.h: MM_COLOURS) */
   uint64_t realloc_in_place, realloc_remapped;
   uint64_t purged_bytes, purges;
   uint64_t returned_bytes;  /* dirty bytes given back to the OS (purged or unmapped) */
@@ -124,6 +126,25 @@ extern uint32_t mm_nheaps;
 void local_heap_init_all(uint32_t n);
 MM_INLINE local_heap_t *local_heap_of_extent(const extent_t *e) {
   return &mm_heaps[slot_of_extent(e)->heap];
+}
+/* The datablocks of a LARGE extent for a block of size bytes: one more
+ * for a size of MM_COLOUR_PAD_MIN or more where their slack past it would
+ * leave fewer than MM_COLOUR_MIN_SLACK bytes of colours (config.h).  A
+ * size's datablocks, which the stash and the medium cache match requests
+ * by, do not depend on its colour (its guard, in secure mode, comes on
+ * top: guarded_datablocks). */
+MM_INLINE size_t large_datablocks(size_t size) {
+  size_t n = (size + MM_DATABLOCK_SIZE - 1) >> MM_DATABLOCK_SHIFT;
+  if (options.cache_colour && size >= MM_COLOUR_PAD_MIN &&
+      (n << MM_DATABLOCK_SHIFT) - size < MM_COLOUR_MIN_SLACK)
+    n++;
+  return n;
+}
+/* The colour offsets an extent of n datablocks (without its guard) allows
+ * a block of size bytes: 0 to this, in MM_COLOUR_STEP steps. */
+MM_INLINE size_t large_colour_room(size_t n, size_t size) {
+  size_t room = (n << MM_DATABLOCK_SHIFT) - size;
+  return room < MM_COLOUR_ROOM ? room & ~(size_t)(MM_COLOUR_STEP - 1) : MM_COLOUR_ROOM;
 }
 MM_INLINE void local_heap_lock(local_heap_t *h) {
   if (unlikely(mutex_lock_waited(&h->lock))) h->lock_waits++;

@@ -18,6 +18,8 @@
  *                             2 carves blocks in a uniform shuffle
  *   MMALLOC_ZERO_ON_FREE=1    freed small blocks are zeroed (checked on reuse
  *                             in secure mode)
+ *   MMALLOC_CACHE_COLOUR=0|1  large blocks start at rotating cache-line offsets
+ *                             (1, the default) or on a datablock (0)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +38,7 @@ options_t options = {
     .purge_thread_mib = MM_PURGE_THREAD_MIB_DEFAULT,
     .secure = MM_SECURE,
     .zero_on_free = 0,
+    .cache_colour = 1,
 };
 
 uintptr_t mm_canary_key;
@@ -60,6 +63,7 @@ static const option_desc_t option_table[] = {
     {"purge_thread_mib", &options.purge_thread_mib, 0, 1L << 30, false},
     {"secure", &options.secure, 0, 2, true},
     {"zero_on_free", &options.zero_on_free, 0, 1, true},
+    {"cache_colour", &options.cache_colour, 0, 1, true},
 };
 #define NOPTIONS (sizeof(option_table) / sizeof(option_table[0]))
 
@@ -101,15 +105,18 @@ void options_init(void) {
 #if MM_SECURE
   if (options.secure == 0) options.secure = 1;
 #endif
+  /* secure mode: a large block ends where its guard starts (a colour's
+   * room would leave unguarded bytes past its end) */
+  if (options.secure) options.cache_colour = 0;
   errno = saved;
 }
 
 void options_print(void) {
   os_message("mmalloc %d.%d.%d: heaps=%ld hugepages=%ld purge_delay_ms=%ld purge_thread_mib=%ld"
-             " stats=%ld secure=%ld zero_on_free=%ld clock=%s (debug level %d%s)\n",
+             " stats=%ld secure=%ld zero_on_free=%ld cache_colour=%ld clock=%s (debug level %d%s)\n",
              MM_VERSION_MAJOR, MM_VERSION_MINOR, MM_VERSION_PATCH, options.heaps,
              options.hugepages, options.purge_delay_ms, options.purge_thread_mib, options.stats,
-             options.secure, options.zero_on_free, os_clock_is_vdso() ? "vdso" : "libc", MM_DEBUG,
+             options.secure, options.zero_on_free, options.cache_colour, os_clock_is_vdso() ? "vdso" : "libc", MM_DEBUG,
              mm_slow_only ? ", fast paths off" : "");
 }
 

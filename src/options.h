@@ -30,6 +30,7 @@ typedef struct options_s {
   long purge_thread_mib; /* MMALLOC_PURGE_THREAD_MIB: free MiB that start the purge thread */
   long secure;         /* MMALLOC_SECURE: run-time part of secure mode (2: uniform shuffle) */
   long zero_on_free;   /* MMALLOC_ZERO_ON_FREE: freed small blocks are zeroed */
+  long cache_colour;   /* MMALLOC_CACHE_COLOUR: large blocks at rotating line offsets */
 } options_t;
 extern options_t options;
 

@@ -33,7 +33,7 @@ size_t thread_heap_usable_size(const void *p, const char *call) {
     if (block_is_free(p)) thread_heap_bad_pointer(call, p, "double free of");
     return e->block_size - mm_vg_rz;
   }
-  return extent_usable(e);
+  return large_usable(e);
 }
 
 void *thread_heap_realloc(void *p, size_t size) {
@@ -51,7 +51,7 @@ void *thread_heap_realloc(void *p, size_t size) {
       if (block_is_free(p)) thread_heap_bad_pointer("realloc", p, "double free of");
       old = e->block_size - mm_vg_rz;
     } else {
-      old = extent_usable(e);
+      old = large_usable(e);
     }
   }
   if (size == 0) { /* glibc: realloc(p, 0) frees p and returns NULL */
@@ -76,7 +76,7 @@ void *thread_heap_realloc(void *p, size_t size) {
   } else if (slot_of_extent(e)->huge) {
     if (size >= MM_GROW_MAP_MIN && (in_place || (!mm_vg_rz && size > old))) {
       extent_t *ne = local_heap_resize_huge(e, size);
-      if (ne) return (void *)ne->node.start;
+      if (ne) return (void *)large_block(ne);
       if (size <= old) return p;
     }
   } else if (in_place && size > MM_SMALL_MAX && size < MM_HUGE_MIN) {

@@ -88,7 +88,8 @@ typedef struct extent_s {
     _Atomic(uint64_t) xlimit;    /* POOL: bytes carved so far, from page_start */
   };
   uint64_t magic;                /* ceil(2^64 / block_size): divisibility test */
-  uint32_t unused_line0b;
+  uint32_t offset;               /* LARGE: bytes from node.start to the block (its
+                                    colour, config.h; 0 for huge blocks) */
   uint32_t block_size;
   _Atomic(struct thread_heap_s *) xowner; /* owning thread heap, or NULL */
   /* line 1 */
@@ -251,6 +252,9 @@ MM_INLINE uintptr_t extent_end(const extent_t *e) {
 MM_INLINE size_t extent_usable(const extent_t *e) {
   return (e->node.ndatablocks - ((e->flags & MM_EXTENT_GUARD) ? 1 : 0)) << MM_DATABLOCK_SHIFT;
 }
+/* A LARGE extent's block: where it starts, and the bytes it may use. */
+MM_INLINE uintptr_t large_block(const extent_t *e) { return e->node.start + e->offset; }
+MM_INLINE size_t large_usable(const extent_t *e) { return extent_usable(e) - e->offset; }
 /* Slot table entry of an address (MM_SLOT_NONE for anything not ours,
  * including addresses above MM_ADDRESS_BITS). */
 MM_INLINE unsigned slot_table_entry(uintptr_t a) {

@@ -3,8 +3,9 @@
  *
  * Layer: region.  Called by the local heap's checker (local_heap_check.c)
  * for each of its slots and huge mappings, under the heap's lock, at
- * MM_DEBUG 3 and by the unit tests.  Reads only line 1 and 2 of the
- * descriptors (kind, flags, the extent), which the lock guards.
+ * MM_DEBUG 3 and by the unit tests.  Reads lines 1 and 2 of the
+ * descriptors (kind, flags, the extent), which the lock guards, and a
+ * LARGE extent's offset on line 0 (written under it, while it is carved).
  *
  * What it checks (region.h states it as the invariants of region.c):
  *   every table entry of a heap slot says MM_SLOT_HEAP, and its base entry
@@ -19,7 +20,9 @@
  *   the map is exact for every datablock of a PAGE and for the first and
  *   last datablock of every extent;
  *   an extent in use lies below the commit mark (in a slot without holes),
- *   and only a FREE extent of a slot with holes is unmapped.
+ *   and only a FREE extent of a slot with holes is unmapped;
+ *   a LARGE block's colour (its offset) is a whole number of colour steps,
+ *   at most MM_COLOUR_ROOM and below its usable bytes; a huge block has none.
  */
 #include "options.h"
 #include "region.h"
@@ -101,6 +104,9 @@ static bool extent_is_valid(slot_t *slot, const extent_t *e, uintptr_t a, uintpt
     for (uintptr_t d = a; d < end; d += MM_DATABLOCK_SIZE)
       if (slot_extent_of(slot, d) != e)
         return fail(why, why_size, slot, "extent map misses a datablock of a page or pool block", d);
+  if (e->kind == MM_EXTENT_LARGE &&
+      (e->offset % MM_COLOUR_STEP || e->offset > MM_COLOUR_ROOM || e->offset >= extent_usable(e)))
+    return fail(why, why_size, slot, "large block's colour not a step of one, or past its room", a);
   if ((e->flags & MM_EXTENT_UNMAPPED) && (e->kind != MM_EXTENT_FREE || !slot->holes))
     return fail(why, why_size, slot, "unmapped extent that is not free in a slot with holes", a);
   if (e->kind != MM_EXTENT_FREE && !slot->holes && end > (uintptr_t)slot + slot->committed)
@@ -147,6 +153,7 @@ bool region_huge_is_valid(const extent_t *e, char *why, size_t why_size) {
     return fail(why, why_size, slot, "huge block at an offset no alignment gives", e->node.start);
   if (e->kind != MM_EXTENT_LARGE && e->kind != MM_EXTENT_CACHED)
     return fail(why, why_size, slot, "huge block neither in use nor cached", e->node.start);
+  if (e->offset) return fail(why, why_size, slot, "huge block with a colour", e->node.start);
   if (extent_end(e) > base + slot->size || off + (e->node.ndatablocks << MM_DATABLOCK_SHIFT) >
                                                slot->committed)
     return fail(why, why_size, slot, "huge block past its mapping or its commit mark",

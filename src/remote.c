@@ -406,7 +406,7 @@ void thread_heap_free_other(void *p, extent_t *page, const char *call) {
     thread_heap_free_block(th, page, b);
     return;
   }
-  if (!owner && page->kind == MM_EXTENT_LARGE && a == page->node.start) {
+  if (!owner && page->kind == MM_EXTENT_LARGE && a == large_block(page)) {
     /* A large block (the fast path's slot is a heap slot, never huge): the
      * slow lookup would find this extent and check no more but the mark of
      * a stashed block (thread_heap.c, the stash), which this checks. */

@@ -242,10 +242,10 @@ size_t stats_json(char *buf, size_t size) {
   if (size) buf[0] = 0;
   out(&o,
       "{\"version\":\"%d.%d.%d\",\"options\":{\"heaps\":%ld,\"hugepages\":%ld,"
-      "\"purge_delay_ms\":%ld,\"purge_thread_mib\":%ld,\"secure\":%ld},\"heaps\":[",
+      "\"purge_delay_ms\":%ld,\"purge_thread_mib\":%ld,\"secure\":%ld,\"cache_colour\":%ld},\"heaps\":[",
       MM_VERSION_MAJOR, MM_VERSION_MINOR, MM_VERSION_PATCH, options.heaps,
       option_live(&options.hugepages), option_live(&options.purge_delay_ms),
-      option_live(&options.purge_thread_mib), options.secure);
+      option_live(&options.purge_thread_mib), options.secure, options.cache_colour);
   heap_stats_t total;
   memset(&total, 0, sizeof(total));
   for (uint32_t i = 0; i < mm_nheaps; i++) {

@@ -346,9 +346,12 @@ MM_INLINE bool thread_heap_stash_put(thread_heap_t *th, extent_t *e) {
   return true;
 }
 
-/* The newest stashed block of exactly `datablocks` (th's stash not empty),
- * unmarked; else NULL, after the whole stash went to the local heap. */
-MM_INLINE void *thread_heap_stash_take(thread_heap_t *th, size_t datablocks) {
+/* A block of size bytes: the newest stashed extent of exactly its
+ * datablocks (th's stash not empty), unmarked, at its colour where that
+ * fits the size, else at the highest that does; else NULL, after the whole
+ * stash went to the local heap. */
+MM_INLINE void *thread_heap_stash_take(thread_heap_t *th, size_t size) {
+  size_t datablocks = large_datablocks(size);
   uint32_t i = th->stash_count;
   while (i-- > 0) {
     extent_t *e = th->stash[i];
@@ -360,7 +363,9 @@ MM_INLINE void *thread_heap_stash_take(thread_heap_t *th, size_t datablocks) {
     th->stash_takes++;
     atomic_store_relaxed(&th->xstash_allocs, atomic_load_relaxed(&th->xstash_allocs) + 1);
     thread_heap_stash_mark(e, false);
-    return (void *)e->node.start;
+    size_t room = large_colour_room(datablocks, size); /* its colour, if it fits this size */
+    if (e->offset > room) e->offset = (uint32_t)room;
+    return (void *)large_block(e);
   }
   return thread_heap_stash_miss(th);
 }

@@ -144,14 +144,34 @@ static void test_large_sizes(void) {
     void *p = F(malloc)(n);
     REQUIRE(API " malloc(large) != NULL", p != NULL);
     size_t u = usable(p);
-    if (u % PAGE || u < n) fprintf(stderr, "  malloc(%zu): usable %zu\n", n, u);
-    CHECK(API " large usable size is a page multiple", u % PAGE == 0);
+    if (((uintptr_t)p + u) % PAGE || u < n) fprintf(stderr, "  malloc(%zu) = %p: usable %zu\n", n, p, u);
+    CHECK(API " a large block's usable size ends on a page boundary", ((uintptr_t)p + u) % PAGE == 0);
     CHECK(API " large usable size >= requested", u >= n);
     CHECK(API " large usable size < 2n + 1 page", u < 2 * n + PAGE);
     CHECK(API " large block 16-byte aligned", is_aligned(p, 16));
     CHECK(API " large block writable over its usable size", touch_all(p, u));
     F(free)(p);
   }
+  /* Colours (MMALLOC_CACHE_COLOUR): 64 blocks of 256 KiB in a row start at
+   * 64 different cache-line offsets into a page (their usable sizes end on
+   * a page boundary: above); with the colours off (secure mode turns them
+   * off), every one on a page boundary. */
+  enum { NC = 64 };
+  void *c[NC];
+  uint64_t seen = 0;
+  int on_page = 0;
+  for (int i = 0; i < NC; i++) {
+    c[i] = F(malloc)(256 * KiB);
+    REQUIRE(API " malloc(256 KiB) != NULL", c[i] != NULL);
+    uintptr_t off = (uintptr_t)c[i] % PAGE;
+    seen |= (uint64_t)1 << (off / 64 % 64);
+    on_page += off == 0;
+  }
+  if (mm_option_get("cache_colour") == 1)
+    CHECK(API " 64 large blocks in a row take 64 cache-line offsets", seen == ~(uint64_t)0);
+  else
+    CHECK(API " without colours every large block starts on a page", on_page == NC);
+  for (int i = 0; i < NC; i++) F(free)(c[i]);
 }
 
 /* ---- malloc / free basics --------------------------------------------------- */

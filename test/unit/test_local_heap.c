@@ -150,16 +150,21 @@ static void test_lost_hole(local_heap_t *h) {
  * does not split the buffers' holes, and the next buffers find them again
  * (first fit over one tree put the small blocks into the lowest hole and
  * sent the buffers to fresh memory). */
+/* The extent of a large block (the block starts at its colour in it). */
+static extent_t *extent_of_block(void *p) {
+  return region_extent_at(slot_of_address((uintptr_t)p), (uintptr_t)p);
+}
+
 static void test_medium_apart(local_heap_t *h) {
   enum { NBUF = 8, NMED = 64 };
   void *buf[NBUF], *med[NMED], *again[NBUF];
   for (int i = 0; i < NBUF; i++) buf[i] = local_heap_alloc_large(h, 1 << 20, 0, false);
   for (int i = 0; i < NBUF; i++) REQUIRE("a buffer", buf[i] != NULL);
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  uintptr_t lo = UINTPTR_MAX, hi = 0; /* the buffers' extents */
   for (int i = 0; i < NBUF; i++) {
     uintptr_t a = (uintptr_t)buf[i];
-    if (a < lo) lo = a;
-    if (a + (1 << 20) > hi) hi = a + (1 << 20);
+    if (extent_of_block(buf[i])->node.start < lo) lo = extent_of_block(buf[i])->node.start;
+    if (extent_end(extent_of_block(buf[i])) > hi) hi = extent_end(extent_of_block(buf[i]));
     CHECK("a buffer is not in a medium slot", slot_of_address(a)->tree == MM_TREE_MAIN);
     local_heap_free_large(region_extent_at(slot_of_address(a), a), false);
   }
@@ -188,11 +193,12 @@ static void test_medium_apart(local_heap_t *h) {
     local_heap_unlock(h);
     CHECK("the checker catches a free extent in the other tree", caught_tree);
   }
-  { /* a medium block takes the first hole */
+  { /* a medium block takes the first hole (its extent: the block starts at its own colour) */
     void *hole = med[NMED / 2];
-    local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)hole), (uintptr_t)hole), false);
+    uintptr_t hole_start = extent_of_block(hole)->node.start;
+    local_heap_free_large(extent_of_block(hole), false);
     med[NMED / 2] = local_heap_alloc_large(h, 64 << 10, 0, false);
-    CHECK("a medium block reuses the first hole", med[NMED / 2] == hole);
+    CHECK("a medium block reuses the first hole", med[NMED / 2] && extent_of_block(med[NMED / 2])->node.start == hole_start);
   }
   for (int i = 0; i < NMED; i++)
     local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)med[i]), (uintptr_t)med[i]), false);
@@ -217,15 +223,17 @@ static void test_growing_first_fit(void) {
   void *top = local_heap_alloc_large(h, SMALL, 0, false);
   REQUIRE("three blocks", big && mid && top);
   REQUIRE("the three lie side by side",
-          (uintptr_t)mid == (uintptr_t)big + BIG && (uintptr_t)top == (uintptr_t)mid + SMALL);
+          extent_of_block(mid)->node.start == extent_end(extent_of_block(big)) &&
+          extent_of_block(top)->node.start == extent_end(extent_of_block(mid)));
   memset(mid, 0x5A, SMALL);
-  local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)big), (uintptr_t)big), false);
+  uintptr_t big_start = extent_of_block(big)->node.start;
+  local_heap_free_large(extent_of_block(big), false);
   /* mid cannot grow in place (top is behind it): it moves */
   unsigned char *moved = thread_heap_realloc(mid, 256 << 10);
   REQUIRE("the realloc", moved != NULL);
   CHECK("a growing block that moves keeps its contents", moved[0] == 0x5A && moved[SMALL - 1] == 0x5A);
   CHECK("a growing block that moves takes the lowest hole that fits",
-        (uintptr_t)moved <= (uintptr_t)big);
+        extent_of_block(moved)->node.start <= big_start);
   { /* the checker: only a page may name an owning thread heap (the
        usable_size fast path takes any extent that does for a page) */
     extent_t *te = region_extent_at(slot_of_address((uintptr_t)top), (uintptr_t)top);
@@ -255,7 +263,8 @@ static void test_medium_cache(local_heap_t *h) {
     REQUIRE("a medium block", b[i] != NULL);
   }
   uint64_t frees0 = h->large_frees;
-  local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)b[0]), (uintptr_t)b[0]), false);
+  extent_t *b0 = extent_of_block(b[0]);
+  local_heap_free_large(b0, false);
   local_heap_lock(h);
   extent_t *c = region_extent_at(slot_of_address((uintptr_t)b[0]), (uintptr_t)b[0]);
   bool cached = c && c->kind == MM_EXTENT_CACHED && h->medium_cache.first == c && c->dirty > 0;
@@ -263,7 +272,7 @@ static void test_medium_cache(local_heap_t *h) {
   CHECK("a freed medium block waits in the medium cache, dirty", cached && h->large_frees == frees0 + 1);
   CHECK("heap valid with a cached medium block", heap_ok(h, "a cached medium block"));
   void *again = local_heap_alloc_large(h, SIZE, 0, false);
-  CHECK("the next request of its size takes it back", again == b[0]);
+  CHECK("the next request of its size takes it back", again && extent_of_block(again) == b0);
   CHECK("the cache is empty again", h->medium_cache_count == 0 && h->medium_cache.first == NULL);
   void *other = local_heap_alloc_large(h, 2 * SIZE, 0, false);
   REQUIRE("a medium block of another size", other != NULL);
@@ -310,15 +319,19 @@ static void test_medium_cache(local_heap_t *h) {
 static void test_idle_neighbour(local_heap_t *h) {
   long delay = options.purge_delay_ms;
   options.purge_delay_ms = 30;
-  enum { N = 4, SIZE = 256 << 10 };
+  /* extents of 256 KiB with the colour's room: four fill the 1 MiB hole
+   * the earlier tests leave */
+  enum { N = 4, SIZE = (256 << 10) - MM_COLOUR_ROOM };
   void *b[N];
   for (int i = 0; i < N; i++) {
     b[i] = local_heap_alloc_large(h, SIZE, 0, false);
     REQUIRE("a block", b[i] != NULL);
     memset(b[i], 0x33, SIZE);
   }
-  int ordered = 1; /* carved one after another: each right after the previous */
-  for (int i = 1; i < N; i++) ordered &= (uintptr_t)b[i] == (uintptr_t)b[i - 1] + SIZE;
+  int ordered = 1; /* carved one after another: each extent right after the previous */
+  for (int i = 1; i < N; i++)
+    ordered &= region_extent_at(slot_of_address((uintptr_t)b[i]), (uintptr_t)b[i])->node.start ==
+               extent_end(region_extent_at(slot_of_address((uintptr_t)b[i - 1]), (uintptr_t)b[i - 1]));
   REQUIRE("the blocks lie side by side", ordered);
 #define FREE_BLOCK(p) local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)(p)), (uintptr_t)(p)), false)
   FREE_BLOCK(b[0]);
@@ -339,12 +352,12 @@ static void test_idle_neighbour(local_heap_t *h) {
   size_t dirty1 = e->dirty;
   local_heap_unlock(h);
   CHECK("a neighbour idle for the delay is purged when a free joins it",
-        purged1 - purged0 >= SIZE && dirty1 <= (size_t)SIZE >> MM_DATABLOCK_SHIFT);
+        purged1 - purged0 >= SIZE && dirty1 <= large_datablocks(SIZE));
   FREE_BLOCK(b[2]); /* joins at once: b[1] is not due, nothing purged */
   local_heap_lock(h);
   e = region_extent_at(slot_of_address((uintptr_t)b[0]), (uintptr_t)b[0]);
   CHECK("a neighbour freed within the delay stays dirty",
-        h->purged_bytes == purged1 && e->dirty >= (size_t)(2 * SIZE) >> MM_DATABLOCK_SHIFT);
+        h->purged_bytes == purged1 && e->dirty >= 2 * large_datablocks(SIZE));
   local_heap_unlock(h);
   FREE_BLOCK(b[3]);
 #undef FREE_BLOCK
@@ -377,8 +390,11 @@ int main(int argc, char **argv) {
   memset(first, 0xAB, 1 << 20);
   CHECK("grows in place into the room", local_heap_resize_large(fe, 8 << 20));
   CHECK("contents kept when growing in place",
-        ((unsigned char *)first)[(1 << 20) - 1] == 0xAB && fe->node.start == (uintptr_t)first);
-  CHECK("shrinks in place", local_heap_resize_large(fe, 2 << 20) && fe->node.ndatablocks == 512);
+        ((unsigned char *)first)[(1 << 20) - 1] == 0xAB && large_block(fe) == (uintptr_t)first);
+  CHECK("shrinks in place",
+        local_heap_resize_large(fe, 2 << 20) &&
+        fe->node.ndatablocks == (fe->offset + (2 << 20) + MM_DATABLOCK_SIZE - 1) / MM_DATABLOCK_SIZE &&
+        large_block(fe) == (uintptr_t)first && large_usable(fe) >= (2 << 20));
   CHECK("heap valid after resizes", heap_ok(h, "resizes"));
   local_heap_free_large(fe, false);
   CHECK("heap valid after the free", heap_ok(h, "first free"));
@@ -390,6 +406,71 @@ int main(int argc, char **argv) {
     if (p) local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)p), (uintptr_t)p), false);
   }
   CHECK("heap valid after aligned blocks", heap_ok(h, "aligned"));
+
+  /* Colours (config.h): MM_COLOURS large blocks in a row start at as many
+   * different offsets into their first datablock, whole colour steps, each
+   * with its size after it; an aligned one, and every one with the colours
+   * off, on the datablock itself. */
+  {
+    void *c[MM_COLOURS];
+    uint64_t seen = 0;
+    bool fits = true;
+    for (int i = 0; i < (int)MM_COLOURS; i++) {
+      c[i] = local_heap_alloc_large(h, 256 << 10, 0, false);
+      REQUIRE("coloured large block", c[i] != NULL);
+      uintptr_t off = (uintptr_t)c[i] & (MM_DATABLOCK_SIZE - 1);
+      extent_t *e = region_extent_at(slot_of_address((uintptr_t)c[i]), (uintptr_t)c[i]);
+      CHECK("a colour is whole steps, and the extent's offset", off % MM_COLOUR_STEP == 0 && e->offset == off);
+      seen |= (uint64_t)1 << (off / MM_COLOUR_STEP);
+      fits = fits && large_block(e) == (uintptr_t)c[i] && large_usable(e) >= (256 << 10) &&
+             large_block(e) + large_usable(e) == extent_end(e);
+    }
+    CHECK("MM_COLOURS blocks in a row take every colour", seen == ~(uint64_t)0);
+    { /* the checker: a colour that is not a whole step */
+      extent_t *e = region_extent_at(slot_of_address((uintptr_t)c[0]), (uintptr_t)c[0]);
+      char why[256] = "";
+      local_heap_lock(h);
+      uint32_t keep = e->offset;
+      e->offset = keep + 8;
+      bool caught = !local_heap_is_valid(h, why, sizeof why) && strstr(why, "colour") != NULL;
+      e->offset = keep;
+      local_heap_unlock(h);
+      CHECK("the checker catches a large block's colour off its steps", caught);
+    }
+    CHECK("each coloured block has its size before its extent's end", fits);
+    void *a = local_heap_alloc_large(h, 256 << 10, 2 * MM_COLOUR_STEP, false);
+    CHECK("a block aligned beyond a colour step starts on its datablock",
+          a && ((uintptr_t)a & (MM_DATABLOCK_SIZE - 1)) == 0);
+    /* below MM_COLOUR_PAD_MIN a block takes no datablock more: 64 KiB has
+     * no colour, 64 KiB less 2 KiB the colours of its 2 KiB of slack */
+    void *small = local_heap_alloc_large(h, 64 << 10, 0, false), *slack[8];
+    extent_t *se = small ? region_extent_at(slot_of_address((uintptr_t)small), (uintptr_t)small) : NULL;
+    CHECK("a 64 KiB block takes 16 datablocks and starts on the first",
+          se && se->node.ndatablocks == 16 && se->offset == 0);
+    bool within = true, moved = false;
+    for (int i = 0; i < 8; i++) {
+      slack[i] = local_heap_alloc_large(h, (64 << 10) - 2048, 0, false);
+      REQUIRE("a block with 2 KiB of slack", slack[i] != NULL);
+      extent_t *e = region_extent_at(slot_of_address((uintptr_t)slack[i]), (uintptr_t)slack[i]);
+      within = within && e->node.ndatablocks == 16 && e->offset <= 2048;
+      moved = moved || e->offset != 0;
+    }
+    CHECK("a block with slack is coloured within it, in no more datablocks", within && moved);
+    for (int i = 0; i < 8; i++)
+      local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)slack[i]), (uintptr_t)slack[i]), false);
+    if (se) local_heap_free_large(se, false);
+    options.cache_colour = 0;
+    void *plain = local_heap_alloc_large(h, 256 << 10, 0, false);
+    extent_t *pe = plain ? region_extent_at(slot_of_address((uintptr_t)plain), (uintptr_t)plain) : NULL;
+    CHECK("without colours a block starts on its datablock, in no more datablocks than its size",
+          pe && ((uintptr_t)plain & (MM_DATABLOCK_SIZE - 1)) == 0 && pe->node.ndatablocks == 64);
+    if (pe) local_heap_free_large(pe, false);
+    options.cache_colour = 1;
+    if (a) local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)a), (uintptr_t)a), false);
+    for (int i = 0; i < (int)MM_COLOURS; i++)
+      local_heap_free_large(region_extent_at(slot_of_address((uintptr_t)c[i]), (uintptr_t)c[i]), false);
+    CHECK("heap valid after coloured blocks", heap_ok(h, "colours"));
+  }
 
   /* Random operations against the model. */
   long counts[6] = {0};
@@ -423,7 +504,9 @@ int main(int argc, char **argv) {
       live_t *l = &live[nlive++];
       l->start = (uintptr_t)p;
       l->e = region_extent_at(slot_of_address(l->start), l->start);
-      l->bytes = l->e->node.ndatablocks << MM_DATABLOCK_SHIFT;
+      l->bytes = large_usable(l->e);
+      REQUIRE("large block at its extent's colour, its size before the extent's end",
+              large_block(l->e) == l->start && l->bytes >= size);
       l->page_class = -1;
       fill(l);
       when = "alloc large";
@@ -436,8 +519,8 @@ int main(int argc, char **argv) {
       REQUIRE("intact before resize", intact(&live[i]));
       unsigned char head = ((unsigned char *)live[i].start)[0];
       if (local_heap_resize_large(live[i].e, want)) {
-        live[i].bytes = live[i].e->node.ndatablocks << MM_DATABLOCK_SHIFT;
-        REQUIRE("resize keeps the start", live[i].e->node.start == live[i].start);
+        live[i].bytes = large_usable(live[i].e);
+        REQUIRE("resize keeps the start", large_block(live[i].e) == live[i].start);
         REQUIRE("resize fits", live[i].bytes >= want);
         REQUIRE("resize keeps the head byte", ((unsigned char *)live[i].start)[0] == head);
         fill(&live[i]);
