@@ -60,7 +60,8 @@ static void *alloc_class(thread_heap_t *th, unsigned c) {
  * MM_MEDIUM_DATABLOCKS: the local heap's medium slots, a thread's stash);
  * the datablocks it takes are large_datablocks (local_heap.h). */
 MM_INLINE bool medium_size(size_t size) {
-  return size > MM_SMALL_MAX && large_datablocks(size) <= MM_MEDIUM_DATABLOCKS;
+  return size > MM_SMALL_MAX && size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT) &&
+         large_datablocks(size) <= MM_MEDIUM_DATABLOCKS; /* (the first bound: no overflow) */
 }
 
 /* th's stash not empty, a block above the small classes wanted: a medium

@@ -631,6 +631,29 @@ static void test_valloc_pvalloc(void) {
   }
 }
 
+/* A request too big for any block gets NULL and ENOMEM whatever this
+ * thread has freed: here one-datablock large blocks (memalign(64 KiB, 1)),
+ * which a thread's stash of medium blocks could keep.  The datablock count
+ * of a size near SIZE_MAX once wrapped round to 1 (the stash asked for
+ * that size then, and malloc(SIZE_MAX) returned such a block: found by
+ * the fuzzer). */
+static void test_too_big_after_aligned(void) {
+  int got = 0, errnos = 0;
+  for (int round = 0; round < 8; round++) {
+    for (int k = 0; k < 3; k++) {
+      errno = 0;
+      void *q = F(malloc)(opaque_size(SIZE_MAX - (size_t)k));
+      got += q != NULL;
+      errnos += errno != ENOMEM;
+    }
+    void *a = F(memalign)(opaque_size(64 * KiB), 1), *b = F(memalign)(opaque_size(64 * KiB), 1);
+    F(free)(a);
+    F(free)(b);
+  }
+  CHECK(API " malloc(SIZE_MAX - k) == NULL after freed aligned blocks", got == 0);
+  CHECK(API " malloc(SIZE_MAX - k) sets ENOMEM after freed aligned blocks", errnos == 0);
+}
+
 int main(void) {
   test_no_headers(); /* first: fresh threads in a fresh process */
   test_basics();
@@ -645,5 +668,6 @@ int main(void) {
   test_aligned_realloc();
   test_aligned_invalid();
   test_valloc_pvalloc();
+  test_too_big_after_aligned();
   return check_summary(SUITE);
 }
