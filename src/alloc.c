@@ -58,10 +58,10 @@ static void *alloc_class(thread_heap_t *th, unsigned c) {
 
 /* A size above the small classes that a medium block holds (up to
  * MM_MEDIUM_DATABLOCKS: the local heap's medium slots, a thread's stash);
- * the datablocks it takes are large_datablocks (local_heap.h). */
+ * the datablocks it takes are large_datablocks (local_heap.h), its size
+ * rounded up (colours never pad a medium size: config.h). */
 MM_INLINE bool medium_size(size_t size) {
-  return size > MM_SMALL_MAX && size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT) &&
-         large_datablocks(size) <= MM_MEDIUM_DATABLOCKS; /* (the first bound: no overflow) */
+  return size > MM_SMALL_MAX && size <= ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT);
 }
 
 /* th's stash not empty, a block above the small classes wanted: a medium
@@ -69,9 +69,9 @@ MM_INLINE bool medium_size(size_t size) {
  * NULL (a medium size it has none of sent it home first: first fit must
  * see that memory).  For the callers of thread_heap_alloc_big but
  * malloc's, which thread_heap_malloc_stashed serves. */
-MM_NOINLINE void *thread_heap_stash_alloc(thread_heap_t *th, size_t size, bool zero) {
+MM_NOINLINE void *thread_heap_stash_alloc(thread_heap_t *th, size_t size, size_t align, bool zero) {
   if (!medium_size(size)) return NULL;
-  void *p = thread_heap_stash_take(th, size);
+  void *p = thread_heap_stash_take(th, size, align);
   if (p && zero) memset(p, 0, size);
   return p;
 }
@@ -113,9 +113,8 @@ static void *alloc_any(thread_heap_t *th, size_t size, size_t align, bool zero) 
   }
   thread_heap_unlock(th);
   if (medium_size(size) && align <= MM_DATABLOCK_SIZE) {
-    /* (a stashed block keeps its colour: only for alignments it has) */
-    if (th->stash_count && align <= MM_COLOUR_STEP) {
-      void *p = thread_heap_stash_alloc(th, size, zero);
+    if (th->stash_count) {
+      void *p = thread_heap_stash_alloc(th, size, align, zero);
       if (p) return p;
     }
     thread_heap_stash_want(th, large_datablocks(size));
@@ -185,7 +184,7 @@ void *thread_heap_malloc_medium(thread_heap_t *th, size_t size) {
  * the stash home), or the one call in MM_HEARTBEAT_CALLS that beats. */
 MM_NOINLINE void *thread_heap_malloc_stashed(thread_heap_t *th, size_t size) {
   if (medium_size(size) && ((th->slow_calls + 1) & (MM_HEARTBEAT_CALLS - 1)) != 0) {
-    void *p = thread_heap_stash_take(th, size);
+    void *p = thread_heap_stash_take(th, size, 0);
     if (p) {
       th->slow_calls++;
       return p;

@@ -268,6 +268,8 @@
 #define MM_COLOUR_MIN_SLACK 1024
 #define MM_COLOUR_PAD_MIN ((size_t)256 << 10)
 #define MM_COLOUR_STRIDE 23 /* odd: all MM_COLOURS colours come before one repeats */
+_Static_assert(MM_COLOUR_PAD_MIN > ((size_t)MM_MEDIUM_DATABLOCKS << MM_DATABLOCK_SHIFT),
+               "a medium size is never padded: its datablocks are its size rounded up");
 /* Freed huge mappings kept per local heap for reuse (until the purge delay):
  * a program that frees a 60 MiB buffer and allocates another reuses its
  * resident pages instead of faulting in fresh ones. */

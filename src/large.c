@@ -78,12 +78,10 @@ static extent_t *medium_cache_take(local_heap_t *h, size_t n) {
 
 /* ---- large blocks ---------------------------------------------------------------- */
 
-/* The offset of h's next large block (its lock held), whose extent's slack
- * past it allows offsets up to room: the colour MM_COLOUR_STRIDE on from
- * the last, within that; 0 for a block aligned to more than a colour step
- * or without colours (config.h). */
-static uint32_t next_colour(local_heap_t *h, size_t align, size_t room) {
-  if (!options.cache_colour || align > MM_COLOUR_STEP) return 0;
+/* The offset of h's next large block (its lock held), which may take
+ * colours up to room (large_colour_room): the colour MM_COLOUR_STRIDE on
+ * from the last, within that. */
+static uint32_t next_colour(local_heap_t *h, size_t room) {
   h->colour = (h->colour + MM_COLOUR_STRIDE) % MM_COLOURS;
   return (uint32_t)(h->colour % (room / MM_COLOUR_STEP + 1) * MM_COLOUR_STEP);
 }
@@ -112,7 +110,7 @@ void *local_heap_alloc_large(local_heap_t *h, size_t size, size_t align, bool ze
       errno = ENOMEM;
     } else {
       if (was_zero) e->flags |= MM_EXTENT_ZERO;
-      e->offset = next_colour(h, align, large_colour_room(n - (options.secure ? 1 : 0), size));
+      e->offset = next_colour(h, large_colour_room(extent_usable(e), size, align));
       h->large_allocs++;
       h->large_live_bytes += n << MM_DATABLOCK_SHIFT;
       if (fresh) decay_give_back_for_growth(h, fresh);

@@ -140,10 +140,14 @@ MM_INLINE size_t large_datablocks(size_t size) {
     n++;
   return n;
 }
-/* The colour offsets an extent of n datablocks (without its guard) allows
- * a block of size bytes: 0 to this, in MM_COLOUR_STEP steps. */
-MM_INLINE size_t large_colour_room(size_t n, size_t size) {
-  size_t room = (n << MM_DATABLOCK_SHIFT) - size;
+/* The highest colour a block of size bytes may take in an extent whose
+ * usable bytes are `usable`, for an alignment of `align` (0: none): its
+ * slack, in MM_COLOUR_STEP steps, up to MM_COLOUR_ROOM; 0 without colours,
+ * and for an alignment above a colour step (the block then starts on its
+ * datablock). */
+MM_INLINE size_t large_colour_room(size_t usable, size_t size, size_t align) {
+  if (!options.cache_colour || align > MM_COLOUR_STEP) return 0;
+  size_t room = usable - size;
   return room < MM_COLOUR_ROOM ? room & ~(size_t)(MM_COLOUR_STEP - 1) : MM_COLOUR_ROOM;
 }
 MM_INLINE void local_heap_lock(local_heap_t *h) {

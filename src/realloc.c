@@ -92,7 +92,7 @@ void *thread_heap_realloc(void *p, size_t size) {
   void *q;
   if (size > old && size > MM_SMALL_MAX && !mm_vg_rz) { /* growing: from 1 MiB on, a mapping */
     thread_heap_t *th = thread_heap_current();
-    q = th && th->stash_count ? thread_heap_stash_alloc(th, size, false) : NULL;
+    q = th && th->stash_count ? thread_heap_stash_alloc(th, size, 0, false) : NULL;
     if (!q) q = th ? thread_heap_alloc_big(th, size, 0, false, true) : NULL;
   } else if (size > old && size > MM_DIRECT_MAX && size <= MM_SMALL_MAX) {
     /* growing: a quarter class (size_class_of_growing; without it cover's

@@ -301,7 +301,7 @@ MM_INLINE void thread_heap_stash_mark(extent_t *e, bool in) {
   b->canary = in ? block_canary_of(b) : 0;
 }
 void *thread_heap_malloc_stashed(thread_heap_t *th, size_t size);
-void *thread_heap_stash_alloc(thread_heap_t *th, size_t size, bool zero);
+void *thread_heap_stash_alloc(thread_heap_t *th, size_t size, size_t align, bool zero);
 bool thread_heap_stash_put_slow(thread_heap_t *th, extent_t *e);
 void *thread_heap_stash_miss(thread_heap_t *th);
 void thread_heap_stash_init(thread_heap_t *th);
@@ -346,11 +346,12 @@ MM_INLINE bool thread_heap_stash_put(thread_heap_t *th, extent_t *e) {
   return true;
 }
 
-/* A block of size bytes: the newest stashed extent of exactly its
- * datablocks (th's stash not empty), unmarked, at its colour where that
- * fits the size, else at the highest that does; else NULL, after the whole
- * stash went to the local heap. */
-MM_INLINE void *thread_heap_stash_take(thread_heap_t *th, size_t size) {
+/* A block of size bytes aligned to align (0: none): the newest stashed
+ * extent of exactly its datablocks (th's stash not empty), unmarked, at
+ * its colour where that fits the size and the alignment, else at the
+ * highest that does (large_colour_room); else NULL, after the whole stash
+ * went to the local heap. */
+MM_INLINE void *thread_heap_stash_take(thread_heap_t *th, size_t size, size_t align) {
   size_t datablocks = large_datablocks(size);
   uint32_t i = th->stash_count;
   while (i-- > 0) {
@@ -363,7 +364,7 @@ MM_INLINE void *thread_heap_stash_take(thread_heap_t *th, size_t size) {
     th->stash_takes++;
     atomic_store_relaxed(&th->xstash_allocs, atomic_load_relaxed(&th->xstash_allocs) + 1);
     thread_heap_stash_mark(e, false);
-    size_t room = large_colour_room(datablocks, size); /* its colour, if it fits this size */
+    size_t room = large_colour_room(extent_usable(e), size, align);
     if (e->offset > room) e->offset = (uint32_t)room;
     return (void *)large_block(e);
   }

@@ -654,6 +654,30 @@ static void test_too_big_after_aligned(void) {
   CHECK(API " malloc(SIZE_MAX - k) sets ENOMEM after freed aligned blocks", errnos == 0);
 }
 
+/* An aligned request of a medium size a thread keeps freed blocks of (its
+ * stash: 100,000 bytes asked for and freed again and again, which have
+ * 2,400 bytes of slack, so colours) gets the alignment: a stashed block,
+ * which starts at its colour, takes one that fits it. */
+static void test_aligned_after_medium_frees(void) {
+  enum { SIZE = 100000 };
+  int misaligned = 0, coloured = 0;
+  for (int round = 0; round < 12; round++) {
+    void *m[3];
+    for (int k = 0; k < 3; k++) m[k] = F(malloc)(opaque_size(SIZE));
+    for (int k = 0; k < 3; k++) coloured += (uintptr_t)m[k] % PAGE != 0;
+    for (int k = 0; k < 3; k++) F(free)(m[k]);
+    size_t align = (size_t)128 << (round % 6); /* 128 B .. 4 KiB */
+    void *a = NULL;
+    if (F(posix_memalign)(&a, opaque_size(align), SIZE) != 0) a = NULL;
+    misaligned += !a || !is_aligned(a, align);
+    if (a) memset(a, 0x5c, SIZE);
+    F(free)(a);
+  }
+  CHECK(API " posix_memalign of a medium size after frees of it is aligned", misaligned == 0);
+  if (mm_option_get("cache_colour") == 1)
+    CHECK(API " medium blocks with slack are coloured", coloured > 0);
+}
+
 int main(void) {
   test_no_headers(); /* first: fresh threads in a fresh process */
   test_basics();
@@ -669,5 +693,6 @@ int main(void) {
   test_aligned_invalid();
   test_valloc_pvalloc();
   test_too_big_after_aligned();
+  test_aligned_after_medium_frees();
   return check_summary(SUITE);
 }
